@@ -1,0 +1,229 @@
+"""Eager-mode overhead of a device against the host CPU, in one run.
+
+    python bench/eager.py [--device neuron] [--repeats 15] [--check]
+
+Measures, on the device and on CPU with identical work (same seed, same state dict, same inputs):
+  * a 16-element ``torch.add``: time per op (µs) and the cost the device adds to it;
+  * a Llama (hidden 256, intermediate 688, 4 layers, 4 heads, vocab 2048) forward on 4 x 128 tokens;
+  * its fp32 training step: forward, backward, AdamW step (each side with its own optimizer, both
+    with PyTorch's default implementation for their device: for-loop on CPU, ``foreach`` on a
+    non-CPU device such as ``neuron``, exactly what a user gets);
+  * a 24-token greedy decode (``generate(max_new_tokens=24, do_sample=False)``) from a 1 x 32 prompt.
+Each figure is the median of ``--repeats`` timed runs after warm-up, CPU and device runs interleaved
+(alternating which goes first) so that drift of the machine affects both alike. The device is
+synchronized around every timed region. ``torch.set_num_threads`` is left at its default.
+
+With ``--device cpu`` both sides are the CPU: the ratios then show the noise floor (about 1.0).
+``--check`` exits with status 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Callable
+
+import torch
+
+# name -> (goal, what the goal bounds)
+GOALS = {
+    "add16": (2.0, "added µs/op"),
+    "forward": (1.10, "ratio"),
+    "train_step": (1.20, "ratio"),
+    "decode": (1.20, "ratio"),
+}
+
+LLAMA = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+             num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256)
+BATCH, SEQ = 4, 128
+PROMPT_LEN, NEW_TOKENS = 32, 24
+ADD_OPS = 20_000
+
+
+def sync(device: torch.device) -> None:
+    """Wait until all work queued on ``device`` is done (no-op on CPU)."""
+    mod = getattr(torch, device.type, None)
+    if device.type != "cpu" and hasattr(mod, "synchronize"):
+        mod.synchronize()
+
+
+def timed(fn: Callable[[], object], device: torch.device) -> float:
+    """Wall-clock seconds of ``fn()``, with ``device`` synchronized before and after."""
+    sync(device)
+    t0 = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - t0
+
+
+def compare(cpu_fn: Callable[[], object], dev_fn: Callable[[], object], device: torch.device,
+            repeats: int, warmup: int) -> tuple[float, float]:
+    """Median seconds of ``cpu_fn`` and ``dev_fn`` over ``repeats`` interleaved runs after ``warmup``."""
+    cpu = torch.device("cpu")
+    for _ in range(warmup):
+        cpu_fn()
+        dev_fn()
+    sync(device)
+    t_cpu, t_dev = [], []
+    for i in range(repeats):
+        if i % 2 == 0:
+            t_cpu.append(timed(cpu_fn, cpu))
+            t_dev.append(timed(dev_fn, device))
+        else:
+            t_dev.append(timed(dev_fn, device))
+            t_cpu.append(timed(cpu_fn, cpu))
+    return statistics.median(t_cpu), statistics.median(t_dev)
+
+
+def bench_add(device: torch.device, repeats: int) -> dict:
+    """Seconds per 16-element ``torch.add`` on CPU and on ``device`` (loop of ``ADD_OPS`` ops)."""
+    a, b = torch.randn(16), torch.randn(16)
+    da, db = a.to(device), b.to(device)
+
+    def loop(x, y):
+        def run():
+            for _ in range(ADD_OPS):
+                torch.add(x, y)
+        return run
+
+    t_cpu, t_dev = compare(loop(a, b), loop(da, db), device, repeats, warmup=1)
+    assert torch.equal(torch.add(da, db).cpu(), torch.add(a, b))
+    return {"cpu": t_cpu / ADD_OPS, "device": t_dev / ADD_OPS}
+
+
+def build_pair(device: torch.device):
+    """Two identical ``LlamaForCausalLM``: one on CPU, one on ``device`` (same seed and state dict)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(**LLAMA, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    torch.manual_seed(0)
+    cpu_model = LlamaForCausalLM(config)
+    dev_model = LlamaForCausalLM(config)
+    dev_model.load_state_dict(cpu_model.state_dict())
+    return cpu_model, dev_model.to(device)
+
+
+def bench_llama(device: torch.device, repeats: int) -> dict:
+    """Seconds of forward, training step and 24-token greedy decode, CPU vs ``device``.
+
+    Also returns the max abs difference of the forward logits (a check that the work is identical).
+    """
+    cpu_model, dev_model = build_pair(device)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(3, LLAMA["vocab_size"], (BATCH, SEQ), generator=gen)
+    prompt = torch.randint(3, LLAMA["vocab_size"], (1, PROMPT_LEN), generator=gen)
+    dx, dprompt = x.to(device), prompt.to(device)
+    out: dict = {}
+
+    cpu_model.eval()
+    dev_model.eval()
+    with torch.no_grad():
+        diff = (cpu_model(input_ids=x).logits - dev_model(input_ids=dx).logits.cpu()).abs().max().item()
+        out["logits_max_abs_diff"] = diff
+        t = compare(lambda: cpu_model(input_ids=x), lambda: dev_model(input_ids=dx), device, repeats, warmup=2)
+        out["forward"] = {"cpu": t[0], "device": t[1]}
+
+        def decode(model, ids):
+            def run():
+                res = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                     max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                                     do_sample=False, pad_token_id=0)
+                assert res.shape[1] == PROMPT_LEN + NEW_TOKENS
+            return run
+
+        t = compare(decode(cpu_model, prompt), decode(dev_model, dprompt), device, repeats, warmup=1)
+        out["decode"] = {"cpu": t[0], "device": t[1]}
+
+    def train_step(model, ids):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def run():
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return run
+
+    cpu_model.train()
+    dev_model.train()
+    t = compare(train_step(cpu_model, x), train_step(dev_model, dx), device, repeats, warmup=2)
+    out["train_step"] = {"cpu": t[0], "device": t[1]}
+    return out
+
+
+def run_bench(device: str = "neuron", repeats: int = 15) -> dict:
+    """Run every benchmark; returns seconds per item for ``cpu`` and ``device``, ratios and goals.
+
+    Result: ``{"device", "threads", "logits_max_abs_diff", "rows": {name: {"cpu", "device", "ratio",
+    "added", "goal", "goal_on", "met"}}}``; times in seconds (the add: seconds per op).
+    """
+    dev = torch.device(device)
+    if dev.type == "neuron":
+        import torch_neuronx  # noqa: F401  (registers the device if the entry point did not)
+
+    rows = {"add16": bench_add(dev, max(repeats, 15))}
+    llama = bench_llama(dev, repeats)
+    for name in ("forward", "train_step", "decode"):
+        rows[name] = llama[name]
+    for name, row in rows.items():
+        goal, goal_on = GOALS[name]
+        row["ratio"] = row["device"] / row["cpu"]
+        row["added"] = row["device"] - row["cpu"]
+        value = row["added"] * 1e6 if goal_on == "added µs/op" else row["ratio"]
+        row.update(goal=goal, goal_on=goal_on, met=value <= goal)
+    return {"device": str(dev), "threads": torch.get_num_threads(),
+            "logits_max_abs_diff": llama["logits_max_abs_diff"], "rows": rows}
+
+
+def print_table(result: dict) -> None:
+    """Print ``run_bench``'s result as a table."""
+    dev = result["device"]
+    labels = {
+        "add16": "add, 16 elements (per op)",
+        "forward": f"Llama forward {BATCH}x{SEQ}",
+        "train_step": f"Llama train step {BATCH}x{SEQ} (fwd+bwd+AdamW)",
+        "decode": f"greedy decode {NEW_TOKENS} tokens (1x{PROMPT_LEN} prompt)",
+    }
+    print(f"\neager benchmark: {dev} vs cpu, {result['threads']} threads, torch {torch.__version__}")
+    print(f"forward logits {dev} vs cpu: max abs diff {result['logits_max_abs_diff']:.2e}\n")
+    head = f"{'benchmark':<44}{'cpu':>11}{dev:>11}{'ratio':>8}{'added':>11}   {'goal':<16}{'met':<4}"
+    print(head)
+    print("-" * len(head))
+    for name, r in result["rows"].items():
+        if name == "add16":
+            cpu_s, dev_s, added = f"{r['cpu'] * 1e6:.2f} µs", f"{r['device'] * 1e6:.2f} µs", f"{r['added'] * 1e6:+.2f} µs"
+            goal = f"added ≤ {r['goal']:.2f} µs"
+        else:
+            cpu_s, dev_s, added = f"{r['cpu'] * 1e3:.1f} ms", f"{r['device'] * 1e3:.1f} ms", f"{r['added'] * 1e3:+.1f} ms"
+            goal = f"ratio ≤ {r['goal']:.2f}"
+        met = "yes" if r["met"] else "NO"
+        print(f"{labels[name]:<44}{cpu_s:>11}{dev_s:>11}{r['ratio']:>8.2f}{added:>11}   {goal:<16}{met:<4}")
+    met = sum(r["met"] for r in result["rows"].values())
+    print(f"\n{met}/{len(result['rows'])} goals met")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: run, print the table, optionally write JSON; returns the exit status."""
+    default = "neuron" if hasattr(torch, "neuron") else "cpu"
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default=default, help=f"device to compare with cpu (default: {default})")
+    p.add_argument("--repeats", type=int, default=15, help="timed runs per benchmark; the median is kept")
+    p.add_argument("--json", metavar="PATH", help="also write the result as JSON to PATH")
+    p.add_argument("--check", action="store_true", help="exit with status 1 if a goal is missed")
+    args = p.parse_args(argv)
+
+    t0 = time.perf_counter()
+    result = run_bench(args.device, args.repeats)
+    print_table(result)
+    print(f"({time.perf_counter() - t0:.1f} s)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 1 if args.check and not all(r["met"] for r in result["rows"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
