@@ -1,0 +1,101 @@
+#include "Alias.h"
+
+#include "Allocator.h"
+#include "Runtime.h"
+
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstring>
+
+namespace torch_neuronx {
+namespace {
+
+void release_storage_ref(void* ctx) {
+  c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
+}
+
+} // namespace
+
+c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
+  c10::StorageImpl* impl = neuron_storage.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(impl);
+  c10::DataPtr ptr(
+      const_cast<void*>(impl->data()), impl, &release_storage_ref, c10::Device(c10::kCPU));
+  return c10::Storage(
+      c10::Storage::use_byte_size_t(),
+      impl->nbytes(),
+      std::move(ptr),
+      routing_cpu_allocator(),
+      /*resizable=*/true);
+}
+
+at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  if (t.is_conj()) {
+    impl->_set_conj(true);
+  }
+  if (t.is_neg()) {
+    impl->_set_neg(true);
+  }
+  return alias;
+}
+
+at::Tensor cpu_alias(const at::Tensor& t) {
+  return cpu_alias(t, cpu_alias_storage(t.storage()));
+}
+
+at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage) {
+  auto out = at::detail::make_tensor<c10::TensorImpl>(
+      c10::TensorImpl::VIEW,
+      c10::Storage(neuron_storage),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      cpu_view.dtype());
+  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(cpu_view.sizes(), cpu_view.strides(), cpu_view.storage_offset());
+  if (cpu_view.is_conj()) {
+    impl->_set_conj(true);
+  }
+  if (cpu_view.is_neg()) {
+    impl->_set_neg(true);
+  }
+  return out;
+}
+
+at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
+  if (!cpu_result.defined() || cpu_result.device().type() == kNeuron) {
+    return cpu_result;
+  }
+  TORCH_INTERNAL_ASSERT(
+      cpu_result.device().is_cpu(), "neuron fallback: unexpected result on ", cpu_result.device());
+  c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
+  const c10::Device target(kNeuron, device);
+  c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();
+  if (is_accounted_deleter(ptr.get_deleter())) {
+    // Fresh device memory allocated by the CPU kernel: relabel it.
+    ptr.unsafe_set_device(target);
+    storage->set_allocator(neuron_allocator());
+    return neuron_view(cpu_result, cpu_result.storage());
+  }
+  if (ptr.device().type() == kNeuron) {
+    return neuron_view(cpu_result, cpu_result.storage());
+  }
+  // Memory that did not come from the device allocator (a cached host
+  // tensor, or allocated on another thread): copy it into device memory.
+  const size_t nbytes = storage->nbytes();
+  c10::Storage fresh(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      allocate_accounted(nbytes, device, target),
+      neuron_allocator(),
+      /*resizable=*/true);
+  if (nbytes > 0) {
+    std::memcpy(fresh.mutable_data(), storage->data(), nbytes);
+  }
+  return neuron_view(cpu_result, fresh);
+}
+
+} // namespace torch_neuronx

@@ -1,0 +1,55 @@
+// Python bindings of the C++ core: torch_neuronx._C. Everything PyTorch
+// itself calls is registered statically by the other files; this module only
+// exposes what torch_neuronx's Python layer reads (topology hand-over, memory
+// counters, default generators, op counts).
+#include "Allocator.h"
+#include "Generator.h"
+#include "Runtime.h"
+#include "Tracking.h"
+
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_neuronx C++ core (allocator, guard, hooks, generator, boxed fallback)";
+  m.def(
+      "_set_topology",
+      &torch_neuronx::set_topology,
+      py::arg("device_count"),
+      py::arg("hbm_bytes_per_core"),
+      py::arg("description"),
+      py::arg("error"),
+      py::arg("default_device"));
+  m.def("_device_count", []() { return static_cast<int>(torch_neuronx::device_count()); });
+  m.def("_current_device", []() { return static_cast<int>(torch_neuronx::current_device()); });
+  m.def("_set_device", [](int index) {
+    torch_neuronx::set_current_device(static_cast<c10::DeviceIndex>(index));
+  });
+  m.def("_check_device", [](int index) {
+    return static_cast<int>(torch_neuronx::check_device(static_cast<c10::DeviceIndex>(index)));
+  });
+  m.def("_memory_counters", [](int index) {
+    const auto c = torch_neuronx::memory_counters(static_cast<c10::DeviceIndex>(index));
+    py::dict d;
+    d["allocated"] = c.allocated;
+    d["peak_allocated"] = c.peak_allocated;
+    d["reserved"] = c.reserved;
+    d["peak_reserved"] = c.peak_reserved;
+    d["num_allocs"] = c.num_allocs;
+    d["num_frees"] = c.num_frees;
+    d["num_ooms"] = c.num_ooms;
+    d["capacity"] = c.capacity;
+    return d;
+  });
+  m.def("_memory_allocated", [](int index) {
+    return torch_neuronx::memory_counters(static_cast<c10::DeviceIndex>(index)).allocated;
+  });
+  m.def("_default_generator", [](int index) {
+    const at::Generator& gen = torch_neuronx::default_generator(static_cast<c10::DeviceIndex>(index));
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(gen));
+  });
+  m.def("_op_counts", []() { return torch_neuronx::op_counts(); });
+  m.def("_clear_op_counts", []() { torch_neuronx::clear_op_counts(); });
+}

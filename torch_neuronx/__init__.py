@@ -1,0 +1,58 @@
+"""torch_neuronx: TorchNeuron, the native PyTorch backend for AWS Trainium, whose
+``neuron`` device here is a software NeuronCore running on the host CPU.
+
+``import torch`` loads it (entry point group ``torch.backends``), so
+``torch.ones(2, device="neuron")`` works with no import of ours. Import
+``torch_neuronx`` itself for its own API: op tracking and (``torch_neuronx.nki``)
+the NKI kernel language.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_registered = False
+
+
+def _autoload() -> None:
+    """Entry point of ``torch.backends``: runs inside ``import torch``.
+
+    Loads the C++ core, renames PrivateUse1 to ``neuron``, registers the
+    ``torch.neuron`` device module and the tensor/module/storage methods
+    (``Tensor.neuron()``, ``is_neuron``...), and reads the topology. Imports
+    nothing heavy (no transformers, no Inductor). An invalid environment does
+    not fail ``import torch``: the first device use raises the error.
+    """
+    global _registered
+    if _registered:
+        return
+    import torch
+
+    try:
+        from . import _C  # noqa: F401  (static registrations run here)
+    except ImportError as err:
+        raise ImportError(
+            "torch_neuronx's C++ core (torch_neuronx._C) is missing or was built for another "
+            f"torch than {torch.__version__}: reinstall with "
+            "`pip install --no-build-isolation -e .` in the torch-neuronx checkout. "
+            f"({err})"
+        ) from err
+    from . import _state
+
+    torch.utils.rename_privateuse1_backend("neuron")
+    _state.load_topology()
+    from . import device as _device_module
+
+    torch._register_device_module("neuron", _device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    # Trainium's mixed precision is bf16: torch.autocast("neuron") defaults to it.
+    torch.set_autocast_dtype("neuron", torch.bfloat16)
+    _registered = True
+
+
+_autoload()
+
+from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
+
+__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops"]

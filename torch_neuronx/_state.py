@@ -1,0 +1,39 @@
+"""Process-wide state of torch_neuronx: the topology read at autoload."""
+from __future__ import annotations
+
+from .runtime.topology import Topology, TopologyError, read_topology
+
+topology: Topology | None = None
+topology_error: TopologyError | None = None
+
+
+def load_topology() -> None:
+    """Reads the environment once and hands the topology to the C++ core.
+
+    An invalid environment does not fail ``import torch``: the error is kept
+    and raised by the first device use (and by :func:`require_topology`).
+    """
+    global topology, topology_error
+    from . import _C
+
+    try:
+        topology = read_topology()
+        topology_error = None
+        _C._set_topology(
+            topology.device_count,
+            topology.hbm_bytes_per_core,
+            topology.describe(),
+            "",
+            topology.default_device,
+        )
+    except TopologyError as err:
+        topology = None
+        topology_error = err
+        _C._set_topology(0, 0, "invalid topology", f"neuron device unavailable: {err}", 0)
+
+
+def require_topology() -> Topology:
+    """The topology, or the :class:`TopologyError` that made it invalid."""
+    if topology is None:
+        raise TopologyError(f"neuron device unavailable: {topology_error}")
+    return topology

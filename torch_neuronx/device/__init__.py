@@ -1,0 +1,140 @@
+"""``torch.neuron``: the device module of the ``neuron`` device, CUDA-shaped.
+
+Registered with ``torch._register_device_module("neuron", ...)`` when torch
+autoloads torch_neuronx. Functions take ``device`` as ``None`` (current), an
+``int``, ``"neuron:i"`` or a ``torch.device``; an index that is not visible
+raises ``RuntimeError`` naming the visible count.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import _C, _state
+from .._device_index import device_index
+from .memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
+from .properties import NeuronDeviceProperties, get_device_capability, get_device_name, get_device_properties
+from .random import (
+    default_generator,
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream, synchronize
+
+
+def is_available() -> bool:
+    """True when at least one logical NeuronCore is visible and the topology is valid."""
+    return _C._device_count() > 0
+
+
+def device_count() -> int:
+    """Number of visible logical NeuronCores (0 if the environment is invalid)."""
+    return _C._device_count()
+
+
+def is_initialized() -> bool:
+    """True once the runtime is up (it starts with ``import torch``)."""
+    return _state.topology is not None
+
+
+def init() -> None:
+    """Initialises the runtime; raises the topology error if the environment is invalid."""
+    _state.require_topology()
+
+
+def _lazy_init() -> None:
+    init()
+
+
+def current_device() -> int:
+    """Index of the calling thread's current device (defaults to ``LOCAL_RANK``)."""
+    return _C._current_device()
+
+
+def set_device(device) -> None:
+    """Sets the calling thread's current device.
+
+    Raises:
+        RuntimeError: for an index that is not a visible device.
+    """
+    index = device_index(device)
+    _C._set_device(index)
+
+
+class device:
+    """Context manager that changes the current device: ``with torch.neuron.device(1): ...``.
+
+    Accepts an int, ``"neuron:i"``, a ``torch.device`` or ``None`` (no-op).
+    """
+
+    def __init__(self, device):
+        self.idx = None if device is None else device_index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx is not None:
+            self.prev_idx = _C._current_device()
+            _C._set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx is not None:
+            _C._set_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager that makes the device of tensor ``obj`` current (no-op for CPU tensors)."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.device.type == "neuron" else None)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True: NeuronCore engines compute in bf16 natively."""
+    return True
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """Dtypes ``torch.autocast("neuron", dtype=...)`` accepts: bf16 and fp16."""
+    return [torch.bfloat16, torch.float16]
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def is_fp8_supported() -> bool:
+    """True: Trainium2/3 tensor engines take fp8 (e4m3, e5m2) inputs."""
+    return True
+
+
+__all__ = [
+    "Event", "NeuronDeviceProperties", "Stream", "current_device", "current_stream",
+    "default_generator", "default_stream", "device", "device_count", "device_of", "empty_cache",
+    "get_amp_supported_dtype", "get_device_capability", "get_device_name", "get_device_properties",
+    "get_rng_state", "get_rng_state_all", "init", "initial_seed", "is_available",
+    "is_bf16_supported", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
+    "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats",
+    "memory_summary", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state",
+    "set_rng_state_all", "set_stream", "stream", "synchronize",
+]

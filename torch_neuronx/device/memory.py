@@ -1,0 +1,120 @@
+"""``torch.neuron`` memory API: per-core HBM accounting of the software NeuronCore.
+
+Every ``neuron`` tensor (op results included) is counted against its core's
+HBM capacity; allocating past it raises ``torch.OutOfMemoryError``. There is no
+caching: freed memory returns at once, so ``memory_reserved`` is the allocated
+bytes rounded to the 64-byte host allocation granularity. All sizes are bytes.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import torch
+
+from .. import _C
+from .._device_index import device_index
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live ``neuron`` tensors on ``device`` (default: current)."""
+    return _C._memory_allocated(device_index(device))
+
+
+def max_memory_allocated(device=None) -> int:
+    """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`, bytes."""
+    return _C._memory_counters(device_index(device))["peak_allocated"]
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes reserved on ``device``'s HBM (allocated, rounded to 64-byte granules)."""
+    return _C._memory_counters(device_index(device))["reserved"]
+
+
+def max_memory_reserved(device=None) -> int:
+    """Peak of :func:`memory_reserved`, bytes."""
+    return _C._memory_counters(device_index(device))["peak_reserved"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Resets the peaks reported by ``max_memory_*`` to the current values."""
+    torch._C._accelerator_resetPeakStats(device_index(device))
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    """Same as :func:`reset_peak_memory_stats` (CUDA's older name)."""
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Resets the cumulative counters (allocations, frees, OOMs) of ``device``."""
+    torch._C._accelerator_resetAccumulatedStats(device_index(device))
+
+
+def empty_cache() -> None:
+    """Returns cached device memory to the system.
+
+    The software NeuronCore does not cache freed blocks, so there is never
+    anything to return; the call exists so code written for CUDA runs as is.
+    """
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """``(free, total)`` HBM bytes of ``device``: total is the core's capacity."""
+    return tuple(torch._C._accelerator_getMemoryInfo(device_index(device)))
+
+
+def memory_stats(device=None) -> "OrderedDict[str, Any]":
+    """CUDA-shaped allocator statistics of ``device`` (``"allocated_bytes.all.current"``, ...).
+
+    Adds ``"hbm_capacity_bytes"`` and ``"num_ooms"``.
+    """
+    index = device_index(device)
+    stats = torch.accelerator.memory_stats(index)
+    counters = _C._memory_counters(index)
+    stats["hbm_capacity_bytes"] = counters["capacity"]
+    stats["num_ooms"] = counters["num_ooms"]
+    return OrderedDict(sorted(stats.items()))
+
+
+def _fmt(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:8.2f} {unit}"
+    return f"{n:8d} B  "
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """A readable table of ``device``'s memory use, like ``torch.cuda.memory_summary``."""
+    from .properties import get_device_properties
+
+    index = device_index(device)
+    c = _C._memory_counters(index)
+    props = get_device_properties(index)
+    free, total = mem_get_info(index)
+    width = 75
+    rows = [
+        ("Allocated memory", c["allocated"], c["peak_allocated"]),
+        ("Reserved memory", c["reserved"], c["peak_reserved"]),
+    ]
+    lines = [
+        "=" * width,
+        f" neuron:{index} memory summary — {props.name}, software NeuronCore".ljust(width),
+        "-" * width,
+        f" {'Metric':<24}{'Current':>16}{'Peak':>16}",
+        "-" * width,
+    ]
+    for name, cur, peak in rows:
+        lines.append(f" {name:<24}{_fmt(cur):>16}{_fmt(peak):>16}")
+    lines += [
+        "-" * width,
+        f" HBM capacity {_fmt(total)}   free {_fmt(free)}   in use {100 * (total - free) / total:5.1f}%",
+    ]
+    if not abbreviated:
+        lines += [
+            f" Allocations {c['num_allocs']}   frees {c['num_frees']}   "
+            f"out-of-memory errors {c['num_ooms']}",
+            " Freed memory returns to the host at once (no caching allocator).",
+        ]
+    lines.append("=" * width)
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""``torch.neuron`` RNG API. Each logical core has a default generator whose
+state is 16 bytes, (uint64 seed, uint64 offset), the Philox-style layout
+DTensor's random ops rewrite per shard. Random streams differ from CPU's
+(as CUDA's do) but are reproducible for a given seed.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+
+from .. import _C
+from .._device_index import device_index
+
+
+def _generator(device=None) -> torch.Generator:
+    return _C._default_generator(device_index(device))
+
+
+def _all_indices() -> range:
+    return range(_C._device_count())
+
+
+def default_generator(device=None) -> torch.Generator:
+    """The default ``torch.Generator`` of ``device`` (default: current)."""
+    return _generator(device)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the current device's default generator."""
+    _generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds the default generator of every visible device."""
+    for i in _all_indices():
+        _C._default_generator(i).manual_seed(int(seed))
+
+
+def seed() -> None:
+    """Seeds the current device's generator with a non-deterministic random number."""
+    _generator().seed()
+
+
+def seed_all() -> None:
+    """Seeds every device's generator with one non-deterministic random number."""
+    value = _generator().seed() if _C._device_count() else 0
+    for i in _all_indices():
+        _C._default_generator(i).manual_seed(value)
+
+
+def initial_seed() -> int:
+    """The current device's seed."""
+    return _generator().initial_seed()
+
+
+def get_rng_state(device="neuron") -> torch.Tensor:
+    """The 16-byte uint8 CPU tensor (seed, offset) of ``device``'s generator."""
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device="neuron") -> None:
+    """Restores a state returned by :func:`get_rng_state`.
+
+    Raises:
+        RuntimeError: if ``new_state`` is not 16 uint8 values.
+    """
+    _generator(device).set_state(new_state.detach().to("cpu", torch.uint8))
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    """States of every visible device, index order."""
+    return [get_rng_state(i) for i in _all_indices()]
+
+
+def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
+    """Restores every device from :func:`get_rng_state_all`'s list."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)

@@ -1,0 +1,98 @@
+"""``torch.neuron`` streams and events (what FSDP2 and accelerate use).
+
+The software NeuronCore runs each op to completion before returning, like
+``NEURON_LAUNCH_BLOCKING=1`` on hardware, so streams impose no extra ordering
+and events complete when recorded; events created with ``enable_timing=True``
+measure host time between records (``elapsed_time`` in milliseconds).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from .._device_index import device_index
+
+
+class Stream(torch.Stream):
+    """A neuron stream (``torch.Stream`` subclass).
+
+    Args:
+        device: neuron device (default current).
+        priority: accepted for CUDA compatibility (FSDP2 passes -1); ignored.
+    """
+
+    def __new__(cls, device=None, priority: int = 0, **kwargs):
+        index = device_index(device)
+        return super().__new__(cls, device=torch.device("neuron", index), priority=priority, **kwargs)
+
+    def wait_stream(self, stream) -> None:
+        """Orders this stream after ``stream`` (a no-op: execution is synchronous)."""
+        super().wait_stream(stream)
+
+
+class _NeuronEventMeta(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
+
+
+class Event(metaclass=_NeuronEventMeta):
+    """A neuron event: ``torch.neuron.Event(enable_timing=True)``.
+
+    Returns a ``torch.Event`` on the current neuron device (PyTorch's event
+    methods accept only exact ``torch.Event`` objects as arguments, so this is
+    a factory; ``isinstance(e, torch.neuron.Event)`` holds for neuron events).
+    See the module doc for what recording and timing mean here.
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        return torch.Event(
+            device=torch.device("neuron", device_index(None)),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
+
+
+def current_stream(device=None) -> torch.Stream:
+    """The calling thread's current stream on ``device``."""
+    return torch.accelerator.current_stream(device_index(device))
+
+
+def default_stream(device=None) -> torch.Stream:
+    """The default stream (id 0) of ``device``."""
+    index = device_index(device)
+    return torch.Stream(stream_id=0, device_index=index, device_type=_NEURON_DEVICE_TYPE)
+
+
+# c10::DeviceType::PrivateUse1, which `neuron` renames.
+_NEURON_DEVICE_TYPE = 20
+
+
+def set_stream(stream: torch.Stream) -> None:
+    """Makes ``stream`` the current stream of its device."""
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(s: torch.Stream | None):
+    """Context manager that makes ``s`` current; ``None`` is a no-op."""
+    if s is None:
+        yield
+        return
+    previous = current_stream(s.device)
+    set_stream(s)
+    try:
+        yield s
+    finally:
+        set_stream(previous)
+
+
+def synchronize(device=None) -> None:
+    """Waits for all work on ``device``: returns at once, as every op already finished.
+
+    Raises:
+        RuntimeError: for an index that is not a visible device.
+    """
+    device_index(device)

@@ -1,0 +1,210 @@
+"""The software NeuronCore topology, read from the environment.
+
+Variables (all optional):
+
+* ``TORCH_NEURONX_PLATFORM`` — ``trn1`` | ``trn2`` (default) | ``trn3``.
+* ``TORCH_NEURONX_CHIPS`` — number of Trainium chips, default 1.
+* ``NEURON_LOGICAL_NC_CONFIG`` — physical cores per logical core, 1 or 2
+  (default 2 on trn2/trn3, 1 on trn1, which has no LNC=2).
+* ``NEURON_RT_VISIBLE_CORES`` — which logical cores this process sees:
+  ``"0-3"``, ``"1"``, ``"0,2"``. Visible cores are renumbered from 0, as
+  ``CUDA_VISIBLE_DEVICES`` does.
+* ``TORCH_NEURONX_HBM_PER_CORE`` — HBM capacity of each logical core
+  (``"64MiB"``, ``"2GiB"``, ``"1.5GB"`` or plain bytes); default: the chip's
+  HBM divided among its logical cores (24 GiB at LNC=2 on trn2).
+* ``LOCAL_RANK`` — the process's current device defaults to it (torchrun).
+
+Bad values raise :class:`TopologyError` naming the variable and the fix.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from .platforms import PLATFORMS, Platform
+
+
+class TopologyError(ValueError):
+    """An environment variable describing the topology has a bad value."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What the process sees of the (software) Trainium instance.
+
+    Attributes:
+        platform: the :class:`Platform` row.
+        chips: number of chips.
+        lnc: physical NeuronCores per logical NeuronCore.
+        visible_cores: global logical-core ids this process sees; ``neuron:i``
+            is ``visible_cores[i]``.
+        hbm_bytes_per_core: capacity of each logical core, bytes.
+        hbm_from_env: True when ``TORCH_NEURONX_HBM_PER_CORE`` set it.
+        default_device: index of the process's default current device.
+    """
+
+    platform: Platform
+    chips: int
+    lnc: int
+    visible_cores: tuple[int, ...]
+    hbm_bytes_per_core: int
+    hbm_from_env: bool = False
+    default_device: int = 0
+    env: dict = field(default_factory=dict)
+
+    @property
+    def logical_cores_per_chip(self) -> int:
+        return self.platform.physical_cores_per_chip // self.lnc
+
+    @property
+    def total_logical_cores(self) -> int:
+        return self.chips * self.logical_cores_per_chip
+
+    @property
+    def device_count(self) -> int:
+        return len(self.visible_cores)
+
+    def describe(self) -> str:
+        """One line, e.g. ``trn2, 1 chip, LNC=2, 4 logical NeuronCores visible``."""
+        return (
+            f"{self.platform.name} ({self.platform.chip}), {self.chips} chip"
+            f"{'s' if self.chips != 1 else ''}, LNC={self.lnc}, {self.device_count} of "
+            f"{self.total_logical_cores} logical NeuronCores visible"
+        )
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 10**3, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 10**9, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 10**12, "tib": 1 << 40,
+}
+
+
+def parse_bytes(text: str, variable: str = "TORCH_NEURONX_HBM_PER_CORE") -> int:
+    """Parses ``"64MiB"``, ``"2GiB"``, ``"1.5GB"``, ``"1048576"`` into bytes.
+
+    Raises:
+        TopologyError: naming ``variable`` when the text is not a size.
+    """
+    match = _SIZE.match(text)
+    unit = (match.group(2) or "").lower() if match else None
+    if not match or unit not in _UNITS:
+        raise TopologyError(
+            f"{variable}={text!r} is not a size: use bytes or a number with a unit, "
+            f"e.g. {variable}=64MiB, 2GiB or 1073741824"
+        )
+    value = int(float(match.group(1)) * _UNITS[unit])
+    if value <= 0:
+        raise TopologyError(f"{variable}={text!r} must be a positive size, e.g. 64MiB")
+    return value
+
+
+def parse_core_list(text: str, total: int, variable: str = "NEURON_RT_VISIBLE_CORES") -> tuple[int, ...]:
+    """Parses ``"0-3"``, ``"1"``, ``"0,2"``, ``"0-1,4"`` into sorted unique core ids.
+
+    Raises:
+        TopologyError: for bad syntax, ranges that run backwards, or ids not
+            below ``total`` (the number of logical cores on the instance).
+    """
+    cores: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not m:
+            raise TopologyError(
+                f"{variable}={text!r} is not a core list: use a range '0-3', one core '1' "
+                f"or a list '0,2'"
+            )
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise TopologyError(f"{variable}={text!r}: range {part!r} runs backwards; write {hi}-{lo}")
+        cores.update(range(lo, hi + 1))
+    bad = sorted(c for c in cores if c >= total)
+    if bad:
+        raise TopologyError(
+            f"{variable}={text!r} names logical NeuronCore(s) {bad}, but the instance has only "
+            f"{total} (ids 0-{total - 1}); raise TORCH_NEURONX_CHIPS or lower "
+            f"NEURON_LOGICAL_NC_CONFIG to get more cores"
+        )
+    return tuple(sorted(cores))
+
+
+def _int_var(env, name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise TopologyError(f"{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise TopologyError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+def read_topology(env=None) -> Topology:
+    """Builds the topology from ``env`` (default ``os.environ``).
+
+    Raises:
+        TopologyError: naming the variable whose value is invalid.
+    """
+    env = os.environ if env is None else env
+    name = (env.get("TORCH_NEURONX_PLATFORM") or "trn2").strip().lower()
+    if name not in PLATFORMS:
+        raise TopologyError(
+            f"TORCH_NEURONX_PLATFORM={name!r} is not a platform: use one of {', '.join(PLATFORMS)}"
+        )
+    platform = PLATFORMS[name]
+    chips = _int_var(env, "TORCH_NEURONX_CHIPS", 1)
+    lnc = _int_var(env, "NEURON_LOGICAL_NC_CONFIG", platform.default_lnc)
+    if lnc not in platform.lnc_choices:
+        raise TopologyError(
+            f"NEURON_LOGICAL_NC_CONFIG={lnc} is not supported on {platform.name}: use "
+            f"{' or '.join(str(c) for c in platform.lnc_choices)}"
+        )
+    total = chips * (platform.physical_cores_per_chip // lnc)
+    visible_text = env.get("NEURON_RT_VISIBLE_CORES")
+    if visible_text is not None and visible_text.strip():
+        visible = parse_core_list(visible_text, total)
+    else:
+        visible = tuple(range(total))
+    hbm_text = env.get("TORCH_NEURONX_HBM_PER_CORE")
+    if hbm_text is not None and hbm_text.strip():
+        hbm = parse_bytes(hbm_text)
+        from_env = True
+    else:
+        hbm = platform.hbm_bytes_per_chip // (platform.physical_cores_per_chip // lnc)
+        from_env = False
+    default_device = 0
+    local_rank = env.get("LOCAL_RANK")
+    if local_rank is not None and local_rank.strip():
+        try:
+            rank = int(local_rank)
+        except ValueError:
+            raise TopologyError(f"LOCAL_RANK={local_rank!r} is not an integer") from None
+        if len(visible) == 1:
+            # One core per process (torchrun with per-rank NEURON_RT_VISIBLE_CORES).
+            default_device = 0
+        elif 0 <= rank < len(visible):
+            default_device = rank
+        else:
+            raise TopologyError(
+                f"LOCAL_RANK={rank} but only {len(visible)} logical NeuronCore(s) are visible "
+                f"({platform.name}, LNC={lnc}): start at most {len(visible)} processes per node "
+                f"(torchrun --nproc-per-node), or make more cores visible with "
+                f"NEURON_RT_VISIBLE_CORES / TORCH_NEURONX_CHIPS"
+            )
+    return Topology(
+        platform=platform,
+        chips=chips,
+        lnc=lnc,
+        visible_cores=visible,
+        hbm_bytes_per_core=hbm,
+        hbm_from_env=from_env,
+        default_device=default_device,
+    )
