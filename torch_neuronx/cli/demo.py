@@ -200,7 +200,7 @@ def train_llama(model, blocks: torch.Tensor, device: torch.device, steps: int, b
     gen = torch.Generator().manual_seed(SEED)
     losses: list[float] = []
     model.train()
-    bar = tqdm(range(steps), desc=f"training on {device}", unit="step", dynamic_ncols=True)
+    bar = tqdm(range(steps), desc=f"training on {device}", unit="step", dynamic_ncols=True, mininterval=0.5)
     for _ in bar:
         idx = torch.randint(0, blocks.shape[0], (batch_size,), generator=gen)
         batch = blocks[idx].to(device)
@@ -403,7 +403,9 @@ def run_demo(device: str = "neuron", steps: int | None = None, quick: bool = Fal
     print(f"embeddings vs cpu: max abs diff {result['embedding_max_abs_diff']:.2e}")
     print(f"llama loss: {result['loss_first']:.3f} -> {result['loss_last']:.3f} in {steps} steps")
     print(f"reload logits: max abs diff {result['reload_logits_max_abs_diff']:.2e}")
-    print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    parts = ", ".join(f"{k} {timings[k]:.1f}" for k in ("tokenizer", "train", "save_reload", "generate"))
+    print(f"time: embeddings {timings['embeddings']:.1f} s, llama {timings['llama']:.1f} s ({parts}), "
+          f"total {timings['total']:.1f} s")
     return result
 
 
