@@ -1,0 +1,119 @@
+"""``nki.benchmark``: ESTIMATED kernel latency from the cost model (no device is involved).
+
+API shape follows AWS's ``nki.benchmark`` page (awsdocs-neuron.readthedocs-hosted.com/en/latest/
+general/nki/api/generated/nki.benchmark.html)::
+
+    bench = nki.benchmark(warmup=5, iters=10, platform="trn1")(kernel)   # or nki.benchmark(kernel, ...)
+    outputs = bench(*arrays)                                               # bench[grid](...) for SPMD
+    r = bench.benchmark_result
+    r.nc_latency.get_latency_percentile(50)   # microseconds (estimate; every percentile is the same)
+    r.latency_s, r.latency_us, r.engines, r.flops, r.flops_utilization
+
+``warmup``/``iters``/``save_neff_name``/``save_trace_name`` are accepted for compatibility and
+ignored: the estimate is deterministic and no NEFF exists. Units: seconds / microseconds / percent;
+FLOPs count matmul multiply-adds x 2; peaks per dtype come from :mod:`.platforms` (TRAINIUM.md).
+"""
+from __future__ import annotations
+
+from .cost_model import ENGINES
+from .frontend_legacy import Kernel
+
+__all__ = ["benchmark", "BenchmarkResult", "BenchmarkedKernel", "LatencyEstimate"]
+
+
+class LatencyEstimate:
+    """AWS-compatible ``nc_latency`` object; the single estimate is every percentile (microseconds)."""
+
+    def __init__(self, latency_us: float):
+        self.latency_us = latency_us
+
+    def get_latency_percentile(self, percentile: float) -> float:
+        """Estimated latency in microseconds (the same for every percentile)."""
+        return self.latency_us
+
+    def __repr__(self):
+        return f"LatencyEstimate({self.latency_us:.3f} us, estimate)"
+
+
+class BenchmarkResult:
+    """Estimated performance of one kernel launch on a simulated NeuronCore.
+
+    Attributes:
+        platform: "trn1" | "trn2" | "trn3".
+        latency_s / latency_us: estimated end-to-end latency (last result ready).
+        engines: {engine: {"busy_us", "busy_pct", "instructions"}} for tensor/vector/scalar/gpsimd/dma.
+        flops: matmul FLOPs (2*K*M*N per nc_matmul); achieved_tflops = flops / latency.
+        flops_utilization: percent of the Tensor Engine peak, i.e. (sum of flops/peak(dtype)) / latency.
+        dma_bytes: bytes moved by DMA.
+        by_instruction: {name: (count, busy_us)}.
+    """
+
+    def __init__(self, sim, kernel_name: str = "kernel"):
+        tl = sim.timeline
+        self.kernel_name = kernel_name
+        self.platform = sim.platform.name
+        self.latency_ns = tl.makespan_ns
+        self.latency_s = self.latency_ns * 1e-9
+        self.latency_us = self.latency_ns * 1e-3
+        self.latency_ms = self.latency_ns * 1e-6
+        lat = self.latency_ns or 1.0
+        self.engines = {e: {"busy_us": tl.busy_ns.get(e, 0.0) * 1e-3,
+                            "busy_pct": 100.0 * tl.busy_ns.get(e, 0.0) / lat,
+                            "instructions": tl.count.get(e, 0)} for e in ENGINES}
+        self.flops = tl.flops
+        self.achieved_tflops = tl.flops / (self.latency_s or 1.0) / 1e12
+        self.flops_utilization = 100.0 * tl.ideal_pe_ns / lat
+        self.peak_tflops_bf16 = sim.platform.peak_flops["bfloat16"] / 1e12
+        self.dma_bytes = tl.dma_bytes
+        self.by_instruction = {k: (v[0], v[1] * 1e-3) for k, v in tl.by_name.items()}
+        self.nc_latency = LatencyEstimate(self.latency_us)
+
+    def __str__(self):
+        lines = [f"NKI benchmark ESTIMATE (cost model, no device) of {self.kernel_name} on {self.platform}:",
+                 f"  estimated latency: {self.latency_us:.3f} us ({self.latency_ms:.4f} ms)",
+                 f"  estimated FLOPs utilization: {self.flops_utilization:.2f} % of Tensor Engine peak "
+                 f"(estimate; {self.flops:.4g} matmul FLOPs, estimated {self.achieved_tflops:.2f} TFLOPS, "
+                 f"bf16 peak {self.peak_tflops_bf16:.1f} TFLOPS)",
+                 f"  estimated DMA traffic: {self.dma_bytes} bytes",
+                 "  estimated engine busy time:"]
+        for e, d in self.engines.items():
+            lines.append(f"    {e:<7} {d['busy_us']:12.3f} us  {d['busy_pct']:6.2f} %  "
+                         f"({d['instructions']} instructions) (estimate)")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"<BenchmarkResult estimate: {self.latency_us:.3f} us on {self.platform}, "
+                f"{self.flops_utilization:.1f}% FLOPs utilization (estimate)>")
+
+
+class BenchmarkedKernel:
+    """A kernel wrapped by :func:`benchmark`: calling it simulates the kernel, stores the estimate in
+    ``benchmark_result`` and returns the kernel's outputs."""
+
+    def __init__(self, kernel, platform=None, grid=None, **options):
+        self.kernel = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+        if grid:
+            self.kernel = self.kernel[grid]
+        self.platform = platform
+        self.options = options
+        self.benchmark_result = None
+
+    def __getitem__(self, grid):
+        return BenchmarkedKernel(self.kernel[grid], self.platform, **self.options)
+
+    def __call__(self, *args, **kwargs):
+        k = Kernel(self.kernel.fn, "benchmark", self.platform or self.kernel.platform, self.kernel.grid)
+        out = k(*args, **kwargs)
+        self.benchmark_result = BenchmarkResult(k.last_run, getattr(k.fn, "__name__", "kernel"))
+        return out
+
+
+def benchmark(kernel=None, *, warmup=5, iters=10, platform=None, platform_target=None, **kwargs):
+    """Wrap ``kernel`` so that calling it reports an ESTIMATED latency (see module docstring).
+
+    ``platform`` / ``platform_target``: "trn1" | "trn2" | "trn3" (default: the kernel's, else trn2).
+    """
+    plat = platform or platform_target
+    if kernel is None:
+        return lambda k: BenchmarkedKernel(k, plat)
+    return BenchmarkedKernel(kernel, plat)

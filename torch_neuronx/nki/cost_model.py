@@ -1,0 +1,120 @@
+"""Cost model: per-instruction cycle estimates and per-engine in-order queues.
+
+Published estimates (AWS ``nki.isa.*`` pages, "Estimated instruction cost"; summarised in NKI.md),
+with N = elements per partition of the instruction's tile and MIN_II ~= 64 engine cycles:
+
+==================  =========================================================  ===========
+instruction          cycles                                                     engine
+==================  =========================================================  ===========
+nc_matmul            max(min(64, N_stationary), N_moving); x4 for fp32 inputs    Tensor
+nc_transpose (PE)    as nc_matmul with an identity moving tile                  Tensor
+activation           max(MIN_II, N)                                             Scalar
+activation_reduce    max(MIN_II, N) + MIN_II                                    Scalar
+tensor_scalar        max(MIN_II, N)                                             Vector*
+tensor_copy          max(MIN_II, N)                                             Vector*
+tensor_tensor        max(MIN_II, N) if one input in PSUM or all bf16,            Vector*
+                     else max(MIN_II, 2N)
+tensor_reduce        max(MIN_II, N); N/2 for bf16 add/max                        Vector
+bn_stats             max(MIN_II, N)                                             Vector
+bn_aggr              max(MIN_II, 13 N / 3)   (nki.isa.bn_aggr page)             Vector
+iota, affine_select  150 + N                  (nki.isa.iota / affine_select)    GpSimd
+memset               max(MIN_II, N)                                             Vector*
+DMA                  bytes / (16 engines x 17 B/ns v2 | 23 B/ns v3 x efficiency)  DMA
+                     + ~1.3 us fixed latency per transfer (pipelined)
+==================  =========================================================  ===========
+
+(* engine selectable with ``engine=``.) Cycles are converted to ns with the engine clock of the
+platform (Tensor 2.8 / 2.4 GHz, Vector 1.12 / 0.96, Scalar 1.4 / 1.2, GpSimd 1.4 / 1.2 for v2 / v3,
+see :mod:`.platforms`). Every instruction goes to one engine queue, in program order; it starts when
+its engine is free, its inputs are ready (RAW) and its destination is no longer being written or read
+by earlier instructions (WAW/WAR), tracked per element. All results are ESTIMATES.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+__all__ = ["ENGINES", "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
+           "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "Timeline"]
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+
+
+def matmul_cycles(n_stationary: int, n_moving: int, fp32: bool) -> int:
+    """Tensor Engine cycles of one nc_matmul (nki.isa.nc_matmul page): fp32 inputs take 4 passes."""
+    c = max(min(64, n_stationary), n_moving)
+    return c * 4 if fp32 else c
+
+
+def elementwise_cycles(n: int, min_ii: int = 64) -> int:
+    """activation / tensor_scalar / tensor_copy / memset: max(MIN_II, N) cycles."""
+    return max(min_ii, n)
+
+
+def tensor_tensor_cycles(n: int, fast: bool, min_ii: int = 64) -> int:
+    """tensor_tensor: N cycles with one PSUM input or all-bf16 operands, else 2N; at least MIN_II."""
+    return max(min_ii, n if fast else 2 * n)
+
+
+def tensor_reduce_cycles(n: int, bf16_fast: bool, min_ii: int = 64) -> int:
+    """tensor_reduce: N cycles (N/2 for bf16 add/max); at least MIN_II."""
+    return max(min_ii, n // 2 if bf16_fast else n)
+
+
+def iota_cycles(n: int) -> int:
+    """iota / affine_select on GpSimd: 150 + N cycles."""
+    return 150 + n
+
+
+def bn_aggr_cycles(n: int, min_ii: int = 64) -> int:
+    """bn_aggr: max(MIN_II, 13 N / 3) cycles (nki.isa.bn_aggr page)."""
+    return max(min_ii, (13 * n) // 3)
+
+
+def dma_time_ns(nbytes: int, platform) -> float:
+    """Queue occupancy in ns of a DMA of ``nbytes`` (the fixed latency is added separately)."""
+    return nbytes / platform.dma_bytes_per_ns
+
+
+class Timeline:
+    """Engine queues and totals of one simulated kernel run (times in ns, all estimates).
+
+    ``schedule`` returns (start, end) of an instruction; ``makespan_ns`` is the time when the last
+    result is ready.
+    """
+
+    def __init__(self, platform):
+        self.platform = platform
+        self.engine_free = {e: 0.0 for e in ENGINES}
+        self.busy_ns = defaultdict(float)
+        self.count = defaultdict(int)
+        self.by_name = defaultdict(lambda: [0, 0.0])   # instruction name -> [count, busy ns]
+        self.makespan_ns = 0.0
+        self.flops = 0.0
+        self.ideal_pe_ns = 0.0      # sum of flops / peak(dtype), for the utilisation figure
+        self.dma_bytes = 0
+
+    def cycles_to_ns(self, engine: str, cycles: float) -> float:
+        return cycles / self.platform.clock_ghz[engine]
+
+    def schedule(self, name: str, engine: str, busy_ns: float, inputs_ready: float,
+                 latency_ns: float = 0.0) -> tuple:
+        """Place one instruction on ``engine``: start = max(engine free, inputs/destination ready)."""
+        if engine is None:
+            return inputs_ready, inputs_ready
+        start = max(self.engine_free[engine], inputs_ready)
+        end = start + busy_ns
+        self.engine_free[engine] = end
+        self.busy_ns[engine] += busy_ns
+        self.count[engine] += 1
+        rec = self.by_name[name]
+        rec[0] += 1
+        rec[1] += busy_ns
+        done = end + latency_ns
+        self.makespan_ns = max(self.makespan_ns, done)
+        return start, done
+
+    def add_flops(self, flops: float, dtype_name: str) -> None:
+        """Count matmul FLOPs and the ideal time they would take at the dtype's peak."""
+        peak = self.platform.peak_flops.get(dtype_name, self.platform.peak_flops["bfloat16"])
+        self.flops += flops
+        self.ideal_pe_ns += flops / peak * 1e9

@@ -1,0 +1,80 @@
+"""The three memories of a NeuronCore (HBM, SBUF, PSUM) and their capacity accounting.
+
+Buffers exposed to kernels (``nl.sbuf`` etc.) are :class:`Buffer` objects. ``nl.hbm`` and
+``nl.private_hbm`` are the same buffer (per-kernel device memory); ``nl.shared_hbm`` is HBM whose
+tensors can be returned from the kernel and are shared by every SPMD program instance.
+
+Capacities come from :mod:`.platforms` (SBUF 192 KiB/partition on trn1, 224 KiB on trn2/trn3;
+PSUM 16 KiB/partition; HBM per core). A live allocation is freed when its Python object is
+garbage-collected, which in loop bodies happens at the next iteration (natural double-buffering).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import err_buffer_capacity_exceeded
+
+__all__ = ["Buffer", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer", "Allocator",
+           "ON_CHIP"]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A memory a tensor can live in. ``kind`` is 'sbuf', 'psum' or 'hbm'."""
+
+    name: str
+    kind: str
+    shared: bool = False
+
+    def __repr__(self):
+        return f"nl.{self.name}"
+
+
+sbuf = Buffer("sbuf", "sbuf")
+psum = Buffer("psum", "psum")
+hbm = Buffer("hbm", "hbm")
+private_hbm = hbm
+shared_hbm = Buffer("shared_hbm", "hbm", shared=True)
+ON_CHIP = ("sbuf", "psum")
+
+
+def as_buffer(b) -> Buffer:
+    """Buffer for a ``buffer=`` argument (None -> SBUF; names accepted)."""
+    if b is None:
+        return sbuf
+    if isinstance(b, Buffer):
+        return b
+    if isinstance(b, str):
+        return {"sbuf": sbuf, "psum": psum, "hbm": hbm, "private_hbm": hbm,
+                "shared_hbm": shared_hbm}[b]
+    raise TypeError(f"unknown buffer {b!r}; use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm")
+
+
+class Allocator:
+    """Live-bytes accounting per memory, checked against the platform's capacities.
+
+    SBUF and PSUM are counted in bytes per partition (every tile occupies the same byte range on each
+    partition it uses); HBM in total bytes.
+    """
+
+    def __init__(self, platform):
+        self.capacity = {"sbuf": platform.sbuf_bytes_per_partition,
+                         "psum": platform.psum_bytes_per_partition,
+                         "hbm": platform.hbm_bytes}
+        self.live = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self.peak = dict(self.live)
+        self.platform = platform
+
+    def alloc(self, kind: str, nbytes: int, what: str) -> None:
+        """Reserve ``nbytes`` (per partition for SBUF/PSUM) or raise ``err_buffer_capacity_exceeded``."""
+        new = self.live[kind] + nbytes
+        if new > self.capacity[kind]:
+            unit = "bytes per partition" if kind != "hbm" else "bytes"
+            raise err_buffer_capacity_exceeded(
+                f"{what} needs {nbytes} {unit} in {kind}; {self.live[kind]} live, capacity "
+                f"{self.capacity[kind]} on {self.platform.name}")
+        self.live[kind] = new
+        self.peak[kind] = max(self.peak[kind], new)
+
+    def free(self, kind: str, nbytes: int) -> None:
+        self.live[kind] -= nbytes
