@@ -14,7 +14,8 @@ Each figure is the median of ``--repeats`` timed runs after warm-up, CPU and dev
 synchronized around every timed region. ``torch.set_num_threads`` is left at its default.
 
 With ``--device cpu`` both sides are the CPU: the ratios then show the noise floor (about 1.0).
-``--check`` exits with status 1 when a goal is missed.
+``--check`` exits with status 1 when a goal is missed; a benchmark that raised is shown as an
+error row (the others still run) and makes the exit status 2.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def compare(cpu_fn: Callable[[], object], dev_fn: Callable[[], object], device: 
 
 
 def bench_add(device: torch.device, repeats: int) -> dict:
-    """Seconds per 16-element ``torch.add`` on CPU and on ``device`` (loop of ``ADD_OPS`` ops)."""
+    """(CPU, device) seconds per 16-element ``torch.add`` (median of loops of ``ADD_OPS`` ops)."""
     a, b = torch.randn(16), torch.randn(16)
     da, db = a.to(device), b.to(device)
 
@@ -91,7 +92,7 @@ def bench_add(device: torch.device, repeats: int) -> dict:
 
     t_cpu, t_dev = compare(loop(a, b), loop(da, db), device, repeats, warmup=1)
     assert torch.equal(torch.add(da, db).cpu(), torch.add(a, b))
-    return {"cpu": t_cpu / ADD_OPS, "device": t_dev / ADD_OPS}
+    return t_cpu / ADD_OPS, t_dev / ADD_OPS
 
 
 def build_pair(device: torch.device):
@@ -109,71 +110,94 @@ def build_pair(device: torch.device):
 def bench_llama(device: torch.device, repeats: int) -> dict:
     """Seconds of forward, training step and 24-token greedy decode, CPU vs ``device``.
 
-    Also returns the max abs difference of the forward logits (a check that the work is identical).
+    Returns ``{"logits_max_abs_diff": float, "forward" | "decode" | "train_step": {"cpu", "device"}}``;
+    a benchmark that raised is ``{"error": message}`` instead, and the others still run.
     """
     cpu_model, dev_model = build_pair(device)
     gen = torch.Generator().manual_seed(0)
     x = torch.randint(3, LLAMA["vocab_size"], (BATCH, SEQ), generator=gen)
     prompt = torch.randint(3, LLAMA["vocab_size"], (1, PROMPT_LEN), generator=gen)
     dx, dprompt = x.to(device), prompt.to(device)
-    out: dict = {}
 
-    cpu_model.eval()
-    dev_model.eval()
-    with torch.no_grad():
-        diff = (cpu_model(input_ids=x).logits - dev_model(input_ids=dx).logits.cpu()).abs().max().item()
-        out["logits_max_abs_diff"] = diff
-        t = compare(lambda: cpu_model(input_ids=x), lambda: dev_model(input_ids=dx), device, repeats, warmup=2)
-        out["forward"] = {"cpu": t[0], "device": t[1]}
+    def forward():
+        cpu_model.eval()
+        dev_model.eval()
+        with torch.no_grad():
+            diff = (cpu_model(input_ids=x).logits - dev_model(input_ids=dx).logits.cpu()).abs().max().item()
+            out["logits_max_abs_diff"] = diff
+            return compare(lambda: cpu_model(input_ids=x), lambda: dev_model(input_ids=dx), device,
+                           repeats, warmup=2)
 
-        def decode(model, ids):
-            def run():
+    def decode():
+        def run(model, ids):
+            def go():
                 res = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                      max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
                                      do_sample=False, pad_token_id=0)
                 assert res.shape[1] == PROMPT_LEN + NEW_TOKENS
-            return run
+            return go
 
-        t = compare(decode(cpu_model, prompt), decode(dev_model, dprompt), device, repeats, warmup=1)
-        out["decode"] = {"cpu": t[0], "device": t[1]}
+        cpu_model.eval()
+        dev_model.eval()
+        with torch.no_grad():
+            return compare(run(cpu_model, prompt), run(dev_model, dprompt), device, repeats, warmup=1)
 
-    def train_step(model, ids):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    def train_step():
+        def run(model, ids):
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
-        def run():
-            loss = model(input_ids=ids, labels=ids).loss
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        return run
+            def go():
+                loss = model(input_ids=ids, labels=ids).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            return go
 
-    cpu_model.train()
-    dev_model.train()
-    t = compare(train_step(cpu_model, x), train_step(dev_model, dx), device, repeats, warmup=2)
-    out["train_step"] = {"cpu": t[0], "device": t[1]}
+        cpu_model.train()
+        dev_model.train()
+        return compare(run(cpu_model, x), run(dev_model, dx), device, repeats, warmup=2)
+
+    # train_step last: it changes the weights (identically on both sides).
+    out: dict = {"logits_max_abs_diff": float("nan")}
+    for name, fn in (("forward", forward), ("decode", decode), ("train_step", train_step)):
+        out[name] = _guarded(fn)
     return out
+
+
+def _guarded(fn: Callable[[], tuple[float, float]]) -> dict:
+    """``{"cpu": s, "device": s}`` from ``fn()``, or ``{"error": message}`` if it raised."""
+    try:
+        t_cpu, t_dev = fn()
+    except Exception as e:  # a benchmark must report a broken op, not stop the others
+        first_line = (str(e).strip().splitlines() or [""])[0]
+        return {"error": f"{type(e).__name__}: {first_line}"[:200]}
+    return {"cpu": t_cpu, "device": t_dev}
 
 
 def run_bench(device: str = "neuron", repeats: int = 15) -> dict:
     """Run every benchmark; returns seconds per item for ``cpu`` and ``device``, ratios and goals.
 
     Result: ``{"device", "threads", "logits_max_abs_diff", "rows": {name: {"cpu", "device", "ratio",
-    "added", "goal", "goal_on", "met"}}}``; times in seconds (the add: seconds per op).
+    "added", "goal", "goal_on", "met"}}}``; times in seconds (the add: seconds per op). A row whose
+    benchmark raised holds ``error`` (the message) instead of times, and ``met`` False.
     """
     dev = torch.device(device)
     if dev.type == "neuron":
         import torch_neuronx  # noqa: F401  (registers the device if the entry point did not)
 
-    rows = {"add16": bench_add(dev, max(repeats, 15))}
+    rows = {"add16": _guarded(lambda: bench_add(dev, max(repeats, 15)))}
     llama = bench_llama(dev, repeats)
     for name in ("forward", "train_step", "decode"):
         rows[name] = llama[name]
     for name, row in rows.items():
         goal, goal_on = GOALS[name]
+        row.update(goal=goal, goal_on=goal_on, met=False)
+        if "error" in row:
+            continue
         row["ratio"] = row["device"] / row["cpu"]
         row["added"] = row["device"] - row["cpu"]
         value = row["added"] * 1e6 if goal_on == "added µs/op" else row["ratio"]
-        row.update(goal=goal, goal_on=goal_on, met=value <= goal)
+        row["met"] = value <= goal
     return {"device": str(dev), "threads": torch.get_num_threads(),
             "logits_max_abs_diff": llama["logits_max_abs_diff"], "rows": rows}
 
@@ -193,6 +217,9 @@ def print_table(result: dict) -> None:
     print(head)
     print("-" * len(head))
     for name, r in result["rows"].items():
+        if "error" in r:
+            print(f"{labels[name]:<44}  error: {r['error']}")
+            continue
         if name == "add16":
             cpu_s, dev_s, added = f"{r['cpu'] * 1e6:.2f} µs", f"{r['device'] * 1e6:.2f} µs", f"{r['added'] * 1e6:+.2f} µs"
             goal = f"added ≤ {r['goal']:.2f} µs"
@@ -222,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
+    if any("error" in r for r in result["rows"].values()):
+        return 2
     return 1 if args.check and not all(r["met"] for r in result["rows"].values()) else 0
 
 
