@@ -46,6 +46,7 @@ class BenchmarkResult:
         flops_utilization: percent of the Tensor Engine peak, i.e. (sum of flops/peak(dtype)) / latency.
         dma_bytes: bytes moved by DMA.
         by_instruction: {name: (count, busy_us)}.
+        trace: per instruction (name, engine, start_ns, end_ns, ready_ns) -- an estimated timeline.
     """
 
     def __init__(self, sim, kernel_name: str = "kernel"):
@@ -67,6 +68,7 @@ class BenchmarkResult:
         self.dma_bytes = tl.dma_bytes
         self.by_instruction = {k: (v[0], v[1] * 1e-3) for k, v in tl.by_name.items()}
         self.nc_latency = LatencyEstimate(self.latency_us)
+        self.trace = tl.trace   # (instruction, engine, start ns, end ns, result-ready ns), estimates
 
     def __str__(self):
         lines = [f"NKI benchmark ESTIMATE (cost model, no device) of {self.kernel_name} on {self.platform}:",

@@ -92,6 +92,7 @@ class Timeline:
         self.flops = 0.0
         self.ideal_pe_ns = 0.0      # sum of flops / peak(dtype), for the utilisation figure
         self.dma_bytes = 0
+        self.trace = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
 
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
         return cycles / self.platform.clock_ghz[engine]
@@ -111,6 +112,7 @@ class Timeline:
         rec[1] += busy_ns
         done = end + latency_ns
         self.makespan_ns = max(self.makespan_ns, done)
+        self.trace.append((name, engine, start, end, done))
         return start, done
 
     def add_flops(self, flops: float, dtype_name: str) -> None:

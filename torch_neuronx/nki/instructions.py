@@ -251,6 +251,16 @@ def nc_matmul(dst, stationary, moving, *, accumulate=False, is_transpose=False, 
     return dst
 
 
+def check_transpose_shape(data, eng: str, api: str = "nc_transpose"):
+    """Rank 2, <= 128x128 on the Tensor Engine, <= 32x32 on the Vector Engine."""
+    if len(data.shape) != 2:
+        raise err_exceed_max_supported_dimension(f"'{api}' {data.describe()}: rank 2 only")
+    lim = 128 if eng == "tensor" else 32
+    if max(data.shape) > lim:
+        raise err_size_of_dimension_exceed_arch_limit(
+            f"'{api}' on {eng} engine: {data.describe()} exceeds {lim}x{lim}")
+
+
 def nc_transpose(dst, data, *, engine=None, mask=None):
     """``dst[F, P] = data[P, F].T``.
 
@@ -261,13 +271,8 @@ def nc_transpose(dst, data, *, engine=None, mask=None):
     api = "nc_transpose"
     eng = _engine(engine, "tensor")
     dv = _as_view(dst)
-    if len(data.shape) != 2:
-        raise err_exceed_max_supported_dimension(f"'{api}' {data.describe()}: rank 2 only")
+    check_transpose_shape(data, eng)
     p, f = data.shape
-    lim = 128 if eng == "tensor" else 32
-    if p > lim or f > lim:
-        raise err_size_of_dimension_exceed_arch_limit(
-            f"'{api}' on {eng} engine: {data.describe()} exceeds {lim}x{lim}")
     if eng == "tensor":
         _tile(data, api, "data", ("sbuf",))
         _tile(dv, api, "dst", ("psum",))

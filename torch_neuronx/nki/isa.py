@@ -47,6 +47,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, **kwargs
     eng = I._engine(engine, "unknown")
     if eng == "unknown":
         eng = "vector" if p <= 32 and f <= 32 else "tensor"
+    I.check_transpose_shape(data, eng)
     dst = _result((f, p), dtype or data.dtype, psum if eng == "tensor" else sbuf, mask)
     I.nc_transpose(dst, data, engine=eng, mask=mask)
     return dst

@@ -63,7 +63,8 @@ def full(shape, fill_value, dtype, *, buffer=None, name="", **kwargs):
     sim = current()
     t = sim.new_tensor(_shape(shape), dtype, buffer, name)
     if t.buffer.kind in ON_CHIP:
-        I.memset(t, fill_value)
+        for blk in np.ndindex(*t.shape[:t.pdim]):   # one memset per block (none when pdim == 0)
+            I.memset(t[blk] if blk else t, fill_value)
     else:
         t.data[...] = _dt.round_to(np.full(t.shape, fill_value, dtype=np.float64), t.dtype)
         t.root.written = True
@@ -302,6 +303,7 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     Without ``transpose_x`` a Tensor-Engine transpose of x (and a PSUM->SBUF copy) is inserted.
     """
     if not transpose_x:
+        I.check_transpose_shape(x, "tensor", "matmul")
         xt_ps = _result((x.shape[1], x.shape[0]), x.dtype, psum)
         I.nc_transpose(xt_ps, x, engine="tensor")
         xt = _result(xt_ps.shape, x.dtype, sbuf)
@@ -314,9 +316,7 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
 
 def transpose(x, *, dtype=None, mask=None, **kwargs):
     """2-D partition<->free transpose of an SBUF tile (<= 128 x 128) on the Tensor Engine -> PSUM."""
-    if len(x.shape) != 2:
-        from .errors import err_exceed_max_supported_dimension
-        raise err_exceed_max_supported_dimension(f"'transpose' of {x.describe()}: rank 2 only")
+    I.check_transpose_shape(x, "tensor", "transpose")
     dst = _result((x.shape[1], x.shape[0]), dtype or x.dtype, psum, mask)
     I.nc_transpose(dst, x, engine="tensor", mask=mask)
     return dst

@@ -423,6 +423,21 @@ def run_kernel(fn, args, kwargs, grid=(), platform=None):
     Raises ``err_tensor_output_not_written_to`` when a returned tensor was never written or the kernel
     returns nothing.
     """
+    with _one_blas_thread():
+        return _run_kernel(fn, args, kwargs, grid, platform)
+
+
+def _one_blas_thread():
+    """Tile matmuls are small (<= 128x128x512): multi-threaded BLAS only adds overhead (~6x slower
+    on 2 cores), so limit BLAS to one thread while a kernel runs when threadpoolctl is available."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _run_kernel(fn, args, kwargs, grid, platform):
     sim = NeuronCoreSim(platform)
     grid = tuple(int(g) for g in grid) if grid else ()
     try:

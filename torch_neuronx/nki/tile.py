@@ -181,8 +181,8 @@ class NkiTensor(_TileOps):
         self.data = data
         self.pdim = pdim
         self.name = name or f"t{next(_ids)}"
-        self.root = root if root is not None else self
-        if root is None:
+        self._root = root          # None: this tensor is its own root (no self-reference cycle,
+        if root is None:           # so tiles are freed as soon as the kernel drops them)
             self.immutable = False
             self.written = False
             self.aux_ = {}
@@ -193,6 +193,7 @@ class NkiTensor(_TileOps):
 
     # NkiTensor is its own full view
     tensor = property(lambda self: self)
+    root = property(lambda self: self._root if self._root is not None else self)
     dtype = property(lambda self: self.dtype_)
     buffer = property(lambda self: self.buffer_)
 
