@@ -69,6 +69,15 @@ def _header(title: str) -> None:
     print(f"\n=== {title} " + "=" * max(0, 70 - len(title)), flush=True)
 
 
+def _print_memory(device: torch.device, when: str) -> None:
+    """On a ``neuron`` device, print the bytes allocated now and at peak (in MiB) on its core."""
+    if device.type != "neuron":
+        return
+    mib = 1024 * 1024
+    print(f"memory on {device} {when}: {torch.neuron.memory_allocated(device) / mib:.1f} MiB allocated, "
+          f"peak {torch.neuron.max_memory_allocated(device) / mib:.1f} MiB")
+
+
 def _sync(device: torch.device) -> None:
     """Wait for queued work on ``device`` (no-op on CPU), so wall-clock times are honest."""
     mod = getattr(torch, device.type, None)
@@ -124,6 +133,7 @@ def run_embeddings(device: torch.device) -> dict:
     for i in range(len(SENTENCES)):
         print(f"  [{i}] " + "".join(f"{sim[i, j].item():8.3f}" for j in range(len(SENTENCES))))
     print(f"\nmax |embedding({device}) - embedding(cpu)| = {max_diff:.3e}")
+    _print_memory(device, "with MiniLM loaded")
     return {"similarity": sim.tolist(), "embedding_max_abs_diff": max_diff, "embedding_dim": emb.shape[1]}
 
 
@@ -237,6 +247,8 @@ def run_llama(device: torch.device, steps: int, quick: bool, out_dir: Path) -> d
     print(f"BPE tokenizer: vocab {len(tokenizer)}, {blocks.numel() / 1e3:.0f} k tokens "
           f"-> {blocks.shape[0]} blocks of {size['seq_len']} ({timings['tokenizer']:.1f} s)")
 
+    if device.type == "neuron":
+        torch.neuron.reset_peak_memory_stats(device)  # the peaks below are this part's
     model = build_llama(tokenizer, size).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"Llama: hidden {size['hidden_size']}, intermediate {size['intermediate_size']}, "
@@ -254,6 +266,7 @@ def run_llama(device: torch.device, steps: int, quick: bool, out_dir: Path) -> d
     loss_last = sum(losses[-k:]) / k
     print(f"loss: first {k} steps avg {loss_first:.3f} -> last {k} steps avg {loss_last:.3f} "
           f"({timings['train']:.1f} s, {timings['train'] / steps * 1e3:.0f} ms/step)")
+    _print_memory(device, "after training (model weights)")
 
     # Save, reload on CPU, compare fp32 logits on a fixed batch.
     t0 = time.perf_counter()
@@ -330,7 +343,7 @@ def neuron_stats(device: torch.device, top: int = 12) -> dict:
     mib = 1024 * 1024
     print(f"device {index}: {props.name}, total memory {props.total_memory / mib:,.0f} MiB")
     print(f"  memory_allocated     {stats['memory_allocated'] / mib:10.1f} MiB")
-    print(f"  max_memory_allocated {stats['max_memory_allocated'] / mib:10.1f} MiB")
+    print(f"  max_memory_allocated {stats['max_memory_allocated'] / mib:10.1f} MiB  (peak since part b started)")
     print(f"  memory_reserved      {stats['memory_reserved'] / mib:10.1f} MiB")
     for title, ops in (("executed on device", stats["executed_ops"]), ("fell back to host", stats["fallback_ops"])):
         total = sum(ops.values())
