@@ -198,28 +198,16 @@ def load_transpose2d(dst, src, mask=None):
 
 
 # --- Tensor Engine ----------------------------------------------------------------------------------
-def nc_matmul(dst, stationary, moving, *, accumulate=False, is_transpose=False, mask=None):
-    """``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on the Tensor Engine.
-
-    Rules: inputs in SBUF, dst in PSUM with dtype float32 (``err_unsupported_memory`` /
-    ``err_unsupported_dtype``); K equal on both (``err_num_partition_mismatch``) and <= 128
-    (``err_num_partition_exceed_arch_limit``); M <= 128 (gemm_stationary_fmax), N <= 512
-    (gemm_moving_fmax) (``err_size_of_dimension_exceed_arch_limit``).
-    Cost: max(min(64, M), N) cycles (x4 with fp32 inputs); FLOPs 2*K*M*N.
-    """
-    sim = current()
-    api = "nc_matmul"
-    dv = _as_view(dst)
+def check_matmul_operands(stationary, moving, api="nc_matmul"):
+    """Memory, partition and size rules of the Tensor Engine operands; returns (K, M, N)."""
     for arg, x in (("stationary", stationary), ("moving", moving)):
         if not is_tile(x):
             raise TypeError(f"'{api}': {arg} must be a tile")
-        if x.shape and x.shape[0] > sim.platform.num_partitions:
+        if x.shape and x.shape[0] > 128:
             raise err_num_partition_exceed_arch_limit(
                 f"'{api}': contraction (partition) size of {arg} {x.describe()} > 128")
         _mem(x, ("sbuf",), api, arg)
         x.partition_info()
-    _mem(dv, ("psum",), api, "dst")
-    dv.partition_info()
     if len(stationary.shape) != 2 or len(moving.shape) != 2:
         raise err_exceed_max_supported_dimension(
             f"'{api}': stationary {list(stationary.shape)} and moving {list(moving.shape)} must be 2-D")
@@ -232,6 +220,24 @@ def nc_matmul(dst, stationary, moving, *, accumulate=False, is_transpose=False, 
     if n > 512:
         raise err_size_of_dimension_exceed_arch_limit(
             f"'{api}': moving free size {n} > 512 (gemm_moving_fmax), {moving.describe()}")
+    return k1, m, n
+
+
+def nc_matmul(dst, stationary, moving, *, accumulate=False, is_transpose=False, mask=None):
+    """``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on the Tensor Engine.
+
+    Rules: inputs in SBUF, dst in PSUM with dtype float32 (``err_unsupported_memory`` /
+    ``err_unsupported_dtype``); K equal on both (``err_num_partition_mismatch``) and <= 128
+    (``err_num_partition_exceed_arch_limit``); M <= 128 (gemm_stationary_fmax), N <= 512
+    (gemm_moving_fmax) (``err_size_of_dimension_exceed_arch_limit``).
+    Cost: max(min(64, M), N) cycles (x4 with fp32 inputs); FLOPs 2*K*M*N.
+    """
+    sim = current()
+    api = "nc_matmul"
+    dv = _as_view(dst)
+    k1, m, n = check_matmul_operands(stationary, moving)
+    _mem(dv, ("psum",), api, "dst")
+    dv.partition_info()
     if dv.dtype != _dt.float32 and not is_transpose:
         raise err_unsupported_dtype(f"'{api}': matmul output must be float32 in PSUM, got {dv.describe()}")
     if tuple(dv.shape) != (m, n):

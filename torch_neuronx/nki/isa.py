@@ -34,6 +34,7 @@ def get_nc_version() -> nc_version:
 def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
               is_transpose=False, mask=None, **kwargs):
     """``stationary[K, M].T @ moving[K, N]`` -> new fp32 PSUM tile [M, N] (Tensor Engine)."""
+    I.check_matmul_operands(stationary, moving)
     dst = _result((stationary.shape[1], moving.shape[1]),
                   _dt.float32 if not is_transpose else moving.dtype, psum, mask)
     I.nc_matmul(dst, stationary, moving, is_transpose=is_transpose, mask=mask)

@@ -303,12 +303,14 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     Without ``transpose_x`` a Tensor-Engine transpose of x (and a PSUM->SBUF copy) is inserted.
     """
     if not transpose_x:
+        I._mem(x, ("sbuf",), "matmul", "x")
         I.check_transpose_shape(x, "tensor", "matmul")
         xt_ps = _result((x.shape[1], x.shape[0]), x.dtype, psum)
         I.nc_transpose(xt_ps, x, engine="tensor")
         xt = _result(xt_ps.shape, x.dtype, sbuf)
         I.tensor_copy(xt, xt_ps)
         x = xt
+    I.check_matmul_operands(x, y, "matmul")
     dst = _result((x.shape[1], y.shape[1]), float32, psum, mask)
     I.nc_matmul(dst, x, y, mask=mask)
     return dst

@@ -1,0 +1,482 @@
+"""One kernel per simulator check of NKI.md ("Simulator checks"), each breaking exactly one rule.
+
+Every check must raise the error class named after the AWS error code (all subclasses of NKIError)
+with a message naming the code, the rule and the offending shape / buffer.
+"""
+import numpy as np
+import pytest
+
+from torch_neuronx import nki
+import torch_neuronx.nki.instructions as I
+import torch_neuronx.nki.isa as nisa
+import torch_neuronx.nki.language as nl
+from torch_neuronx.nki import errors as E
+
+F32 = np.float32
+
+
+def _raises(cls, kernel, *args, contains=(), **kwargs):
+    with pytest.raises(E.NKIError) as ei:
+        kernel(*args, **kwargs)
+    err = ei.value
+    assert type(err) is cls, f"expected {cls.__name__}, got {type(err).__name__}: {err}"
+    msg = str(err)
+    assert msg.startswith(f"[{cls.__name__}] rule: ") and cls.rule in msg
+    for part in contains:
+        assert part in msg, f"{part!r} not in {msg!r}"
+    return err
+
+
+def _out(shape=(128, 512)):
+    return nl.ndarray(shape, dtype=nl.float32, buffer=nl.shared_hbm)
+
+
+# --- 1. partitions <= 128 -------------------------------------------------------------------------
+def test_sbuf_tile_256x512_exceeds_partitions():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)
+        o = _out()
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_num_partition_exceed_arch_limit, k, np.zeros((128, 512), F32),
+            contains=("[256, 512]", "sbuf", "256 partitions > 128"))
+
+
+def test_matmul_contraction_over_128_partitions():
+    @nki.jit
+    def k(a, b):
+        o = _out((64, 512))
+        x = nl.load(a)                      # [256, 64]: K = 256 on the partition axis
+        nl.store(o, value=nl.copy(nl.matmul(x, nl.load(b), transpose_x=True)))
+        return o
+    _raises(E.err_num_partition_exceed_arch_limit, k, np.zeros((256, 64), F32), np.zeros((256, 512), F32),
+            contains=("[256, 64]",))
+
+
+# --- 2. buffers per API ---------------------------------------------------------------------------
+def test_store_from_psum_is_rejected():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        res = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)     # PSUM tile
+        nl.store(o, value=res)
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 128), F32), np.zeros((128, 512), F32),
+            contains=("store", "psum", "[128, 512]"))
+
+
+def test_load_must_read_hbm():
+    @nki.jit
+    def k(a):
+        o = _out()
+        t = nl.load(a)
+        nl.store(o, value=nl.load(t))
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 512), F32), contains=("load", "sbuf"))
+
+
+def test_compute_on_hbm_is_rejected():
+    @nki.jit
+    def k(a):
+        o = _out()
+        nl.store(o, value=nl.exp(a))
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 512), F32), contains=("hbm", "[128, 512]"))
+
+
+def test_nc_matmul_reads_sbuf_only():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        p = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)          # PSUM
+        nl.store(o, value=nl.copy(nisa.nc_matmul(nl.load(a), p)))         # moving from PSUM
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 128), F32), np.zeros((128, 512), F32),
+            contains=("moving", "psum"))
+
+
+def test_tensor_tensor_with_both_inputs_in_psum():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        p1 = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        p2 = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        nl.store(o, value=nisa.tensor_tensor(p1, p2, nl.add))
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 128), F32), np.zeros((128, 512), F32),
+            contains=("both inputs in PSUM",))
+
+
+def test_gpsimd_cannot_touch_psum():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        p = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        s = nl.load(b)
+        nl.store(o, value=nisa.tensor_tensor(p, s, nl.add, engine=nisa.engine.gpsimd))
+        return o
+    _raises(E.err_unsupported_memory, k, np.zeros((128, 128), F32), np.zeros((128, 512), F32),
+            contains=("GpSimd", "psum"))
+
+
+def test_matmul_destination_must_be_fp32_psum():
+    @nki.jit
+    def to_sbuf(a, b):
+        o = _out((128, 512))
+        dst = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        I.nc_matmul(dst, nl.load(a), nl.load(b))                         # destination-passing layer
+        nl.store(o, value=dst)
+        return o
+
+    @nki.jit
+    def to_bf16(a, b):
+        o = _out((128, 512))
+        dst = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.psum)
+        I.nc_matmul(dst, nl.load(a), nl.load(b))
+        nl.store(o, value=nl.copy(dst))
+        return o
+    args = np.zeros((128, 128), F32), np.zeros((128, 512), F32)
+    _raises(E.err_unsupported_memory, to_sbuf, *args, contains=("dst", "sbuf"))
+    _raises(E.err_unsupported_dtype, to_bf16, *args, contains=("float32", "bfloat16"))
+
+
+# --- 3. matmul shapes -----------------------------------------------------------------------------
+def test_matmul_moving_free_size_1024():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        r = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)          # moving [128, 1024]
+        nl.store(o, value=nl.copy(r[:, 0:512]))
+        return o
+    _raises(E.err_size_of_dimension_exceed_arch_limit, k, np.zeros((128, 128), F32),
+            np.zeros((128, 1024), F32), contains=("moving free size 1024 > 512",))
+
+
+def test_matmul_stationary_free_size_over_128():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        r = nisa.nc_matmul(nl.load(a), nl.load(b))                      # stationary [128, 256]
+        nl.store(o, value=nl.copy(r[0:128, :]))
+        return o
+    _raises(E.err_size_of_dimension_exceed_arch_limit, k, np.zeros((128, 256), F32),
+            np.zeros((128, 512), F32), contains=("stationary free size 256 > 128",))
+
+
+def test_matmul_contraction_mismatch():
+    @nki.jit
+    def k(a, b):
+        o = _out((128, 512))
+        nl.store(o, value=nl.copy(nisa.nc_matmul(nl.load(a), nl.load(b))))
+        return o
+    _raises(E.err_num_partition_mismatch, k, np.zeros((128, 128), F32), np.zeros((64, 512), F32),
+            contains=("stationary[128 partitions]", "moving[64 partitions]"))
+
+
+def test_psum_tile_free_size_over_512():
+    @nki.jit
+    def k(a):
+        acc = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)
+        o = _out()
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_size_of_dimension_exceed_arch_limit, k, np.zeros((128, 512), F32),
+            contains=("[128, 1024]", "psum", "free size 1024 > 512"))
+
+
+# --- 4. partitions of operands, scale/bias shape -------------------------------------------------------
+def test_partition_mismatch_between_operands():
+    @nki.jit
+    def k(a, b):
+        o = _out()
+        nl.store(o, value=nisa.tensor_tensor(nl.load(a), nl.load(b), nl.add))
+        return o
+    _raises(E.err_num_partition_mismatch, k, np.zeros((128, 512), F32), np.zeros((1, 512), F32),
+            contains=("data1[128 partitions]", "data2[1 partitions]"))
+
+
+def test_partition_broadcast_must_be_explicit():
+    @nki.jit
+    def k(a, b):
+        o = _out()
+        nl.store(o, value=nl.load(a) + nl.load(b).broadcast_to((128, 512)))
+        return o
+    a, b = np.ones((128, 512), F32), np.arange(512, dtype=F32)[None, :]
+    np.testing.assert_array_equal(k(a, b), a + b)
+
+
+def test_activation_scale_must_be_scalar_or_p_by_1():
+    @nki.jit
+    def k(a, s):
+        o = _out()
+        nl.store(o, value=nisa.activation(nl.exp, nl.load(a), scale=nl.load(s)))
+        return o
+    _raises(E.err_activation_scale_scalar_or_vector, k, np.zeros((128, 512), F32), np.ones((128, 2), F32),
+            contains=("scale", "[128, 2]"))
+
+
+def test_activation_bias_partitions_must_match():
+    @nki.jit
+    def k(a, s):
+        o = _out()
+        nl.store(o, value=nisa.activation(nl.exp, nl.load(a), bias=nl.load(s)))
+        return o
+    _raises(E.err_activation_scale_scalar_or_vector, k, np.zeros((128, 512), F32), np.ones((64, 1), F32),
+            contains=("bias", "[64, 1]"))
+
+
+# --- 5. indexing ------------------------------------------------------------------------------------
+def test_out_of_bounds_unmasked_access():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 4000), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range((4000 + 511) // 512):
+            ix = nl.mgrid[0:128, 0:512]
+            nl.store(o[ix.p, i * 512 + ix.x], value=nl.load(a[ix.p, i * 512 + ix.x]))
+        return o
+    _raises(E.err_tensor_access_out_of_bound, k, np.zeros((128, 4000), F32),
+            contains=("[128, 4000]", "index range [3584, 4095] exceeds size 4000"))
+
+
+def test_out_of_bounds_is_fine_when_masked():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 4000), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range((4000 + 511) // 512):
+            ix = nl.mgrid[0:128, 0:512]
+            live = i * 512 + ix.x < 4000
+            nl.store(o[ix.p, i * 512 + ix.x], value=nl.load(a[ix.p, i * 512 + ix.x], mask=live), mask=live)
+        return o
+    a = np.random.default_rng(0).standard_normal((128, 4000), dtype=F32)
+    np.testing.assert_array_equal(k(a), a)
+
+
+def test_slice_past_the_end_is_out_of_bounds_too():
+    @nki.jit
+    def k(a):
+        o = _out((100, 512))
+        nl.store(o, value=nl.load(a[0:128, :])[0:100, :])
+        return o
+    _raises(E.err_tensor_access_out_of_bound, k, np.zeros((100, 512), F32), contains=("[0, 127]",))
+
+
+def test_1d_arange_index_is_rejected():
+    @nki.jit
+    def k(a):
+        o = _out((128, 1))
+        t = nl.load(a)
+        nl.store(o, value=nl.exp(t[nl.arange(128), 0]))
+        return o
+    _raises(E.err_1d_arange_not_supported, k, np.zeros((128, 512), F32), contains=("1-D arange",))
+
+
+def test_mixing_slices_and_arange_is_rejected():
+    @nki.jit
+    def k(a):
+        o = _out()
+        i_p = nl.arange(128)[:, None]
+        nl.store(o, value=nl.load(a[i_p, :]))
+        return o
+    _raises(E.err_unsupported_mixing_basic_advanced_tensor_indexing, k, np.zeros((128, 512), F32))
+
+
+def test_partition_striding_is_rejected():
+    @nki.jit
+    def k(a):
+        o = _out((64, 512))
+        t = nl.load(a)
+        nl.store(o, value=nl.exp(t[0:128:2, :]))
+        return o
+    _raises(E.err_partition_stride_not_supported, k, np.zeros((128, 512), F32), contains=("step 2",))
+
+
+def test_partition_index_depending_on_free_index_is_rejected():
+    @nki.jit
+    def k(a):
+        o = _out((128, 128))
+        t = nl.load(a)
+        i, j = nl.mgrid[0:128, 0:128]
+        nl.store(o, value=nl.exp(t[j, i]))                # transposed access pattern on SBUF
+        return o
+    _raises(E.err_partition_stride_not_supported, k, np.zeros((128, 128), F32),
+            contains=("varies along a free axis",))
+
+
+def test_reduction_over_partition_or_non_trailing_axis():
+    @nki.jit
+    def k(a, axis):
+        o = _out((128, 1))
+        t = nl.load(a.reshape((128, 4, 128)))
+        nl.store(o, value=nl.sum(t, axis=axis))
+        return o
+    a = np.ones((128, 512), F32)
+    _raises(E.err_reduce_axis_not_trailing_free, k, a, 1, contains=("axis 1",))
+    _raises(E.err_reduce_axis_not_trailing_free, k, a, 0, contains=("axis 0",))
+
+
+def test_reduction_over_trailing_axes_is_allowed():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a.reshape((128, 4, 128)))
+        nl.store(o, value=nl.sum(t, axis=2))
+        return o
+    a = np.random.default_rng(0).standard_normal((128, 512), dtype=F32)
+    np.testing.assert_allclose(k(a), a.reshape(128, 4, 128).sum(axis=2), rtol=1e-5, atol=1e-5)
+
+
+# --- 6. affine_range write-write conflicts ----------------------------------------------------------
+def _same_tile_each_iteration(loop):
+    @nki.jit
+    def k(a):
+        o = _out()
+        for i in loop(4):
+            nl.store(o, value=nl.load(a[:, i * 512:(i + 1) * 512]))   # every iteration writes all of o
+        return o
+    return k
+
+
+def test_write_write_conflict_across_affine_range_iterations():
+    k = _same_tile_each_iteration(nl.affine_range)
+    _raises(E.err_unexpected_output_dependencies, k, np.zeros((128, 2048), F32),
+            contains=("iterations 0 and 1", "[128, 512]", "shared_hbm"))
+
+
+def test_same_writes_in_sequential_range_are_allowed():
+    a = np.random.default_rng(0).standard_normal((128, 2048), dtype=F32)
+    np.testing.assert_array_equal(_same_tile_each_iteration(nl.sequential_range)(a), a[:, 1536:])
+
+
+def test_sbuf_conflict_and_psum_accumulation_exception():
+    @nki.jit
+    def sbuf_acc(a):
+        o = _out()
+        acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            acc[...] = nl.add(acc, nl.load(a[:, i * 512:(i + 1) * 512]))
+        nl.store(o, value=acc)
+        return o
+    _raises(E.err_unexpected_output_dependencies, sbuf_acc, np.zeros((128, 2048), F32), contains=("sbuf",))
+
+    @nki.jit
+    def psum_acc(a, b):
+        o = _out()
+        acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.affine_range(4):
+            acc += nl.matmul(nl.load(a[i * 128:(i + 1) * 128, :]), nl.load(b[i * 128:(i + 1) * 128, :]),
+                             transpose_x=True)
+        nl.store(o, value=nl.copy(acc))
+        return o
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((512, 128), dtype=F32), rng.standard_normal((512, 512), dtype=F32)
+    np.testing.assert_allclose(psum_acc(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+
+
+# --- 7. inputs read-only, outputs written ---------------------------------------------------------------
+def test_output_never_written():
+    @nki.jit
+    def k(a):
+        o = _out()
+        for _ in nl.affine_range(128 // 129):      # a dead loop: the store never runs
+            nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_tensor_output_not_written_to, k, np.zeros((128, 512), F32), contains=("[128, 512]",))
+
+
+def test_kernel_without_output():
+    @nki.jit
+    def k(a):
+        nl.load(a)
+    _raises(E.err_tensor_output_not_written_to, k, np.zeros((128, 512), F32), contains=("no output",))
+
+
+def test_input_written_to():
+    @nki.jit
+    def k(a):
+        nl.store(a, value=nl.exp(nl.load(a)))
+        return a
+    _raises(E.err_cannot_update_immutable_parameter, k, np.zeros((128, 512), F32),
+            contains=("'a' [128, 512]", "hbm"))
+
+
+def test_input_array_of_caller_is_untouched():
+    @nki.jit
+    def k(a):
+        o = _out()
+        nl.store(o, value=nl.load(a) + 1.0)
+        return o
+    a = np.zeros((128, 512), F32)
+    assert np.all(k(a) == 1.0) and np.all(a == 0.0)
+
+
+# --- 8. poisoned allocations ----------------------------------------------------------------------
+def test_poisoned_read_shows_as_nan():
+    @nki.jit
+    def k(a):
+        o = _out()
+        t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        t[0:64, :] = nl.load(a[0:64, :])          # half the tile is never initialised
+        nl.store(o, value=t)
+        return o
+    out = k(np.ones((128, 512), F32))
+    assert np.all(out[:64] == 1.0) and np.isnan(out[64:]).all()
+
+
+def test_poisoned_integer_tile_reads_4():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.sbuf)
+        nl.store(o, value=t)
+        return o
+    assert np.all(k(np.zeros((1, 1), F32)) == 4)
+
+
+# --- capacities, scope ----------------------------------------------------------------------------------
+def test_sbuf_capacity_per_platform():
+    @nki.jit(platform_target="trn1")
+    def trn1(a):
+        o = _out()
+        big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # 200 KiB per partition
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_buffer_capacity_exceeded, trn1, np.zeros((128, 512), F32), contains=("196608", "trn1"))
+
+    @nki.jit(platform_target="trn2")
+    def trn2(a):
+        o = _out()
+        big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # fits in 224 KiB
+        nl.store(o, value=nl.load(a))
+        return o
+    assert trn2(np.ones((128, 512), F32)).shape == (128, 512)
+
+
+def test_psum_holds_eight_banks():
+    @nki.jit
+    def k(a):
+        o = _out()
+        banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_buffer_capacity_exceeded, k, np.zeros((128, 512), F32), contains=("psum", "16384"))
+
+
+def test_api_outside_kernel():
+    with pytest.raises(E.err_nki_api_outside_of_nki_kernel):
+        nl.zeros((128, 512), dtype=nl.float32)
+
+
+def test_shared_hbm_inside_loop():
+    @nki.jit
+    def k(a):
+        for i in nl.affine_range(2):
+            o = _out()
+        return o
+    _raises(E.err_shared_hbm_must_in_kernel_level, k, np.zeros((1, 1), F32))
+
+
+def test_every_error_class_is_an_nkierror_named_after_its_code():
+    assert len(E.ALL_ERRORS) >= 20
+    for cls in E.ALL_ERRORS:
+        assert issubclass(cls, E.NKIError) and cls.__name__ == cls.code and cls.__name__.startswith("err_")
