@@ -6,7 +6,8 @@ tensors can be returned from the kernel and are shared by every SPMD program ins
 
 Capacities come from :mod:`.platforms` (SBUF 192 KiB/partition on trn1, 224 KiB on trn2/trn3;
 PSUM 16 KiB/partition; HBM per core). A live allocation is freed when its Python object is
-garbage-collected, which in loop bodies happens at the next iteration (natural double-buffering).
+garbage-collected or when the loop iteration that declared it ends (NKI scoping: a tensor declared in
+a loop body lives for one iteration), whichever comes first.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from .errors import err_buffer_capacity_exceeded
 
 __all__ = ["Buffer", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer", "Allocator",
-           "ON_CHIP"]
+           "Allocation", "ON_CHIP"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Allocator:
         self.peak = dict(self.live)
         self.platform = platform
 
-    def alloc(self, kind: str, nbytes: int, what: str) -> None:
+    def alloc(self, kind: str, nbytes: int, what: str) -> "Allocation":
         """Reserve ``nbytes`` (per partition for SBUF/PSUM) or raise ``err_buffer_capacity_exceeded``."""
         new = self.live[kind] + nbytes
         if new > self.capacity[kind]:
@@ -75,6 +76,19 @@ class Allocator:
                 f"{self.capacity[kind]} on {self.platform.name}")
         self.live[kind] = new
         self.peak[kind] = max(self.peak[kind], new)
+        return Allocation(self, kind, nbytes)
 
-    def free(self, kind: str, nbytes: int) -> None:
-        self.live[kind] -= nbytes
+
+class Allocation:
+    """One reservation; released once, either when its tensor's scope ends (the loop iteration it
+    was declared in: NKI tensors do not outlive their scope) or when the tensor is garbage-collected."""
+
+    __slots__ = ("allocator", "kind", "nbytes", "freed")
+
+    def __init__(self, allocator, kind, nbytes):
+        self.allocator, self.kind, self.nbytes, self.freed = allocator, kind, nbytes, False
+
+    def release(self) -> None:
+        if not self.freed:
+            self.freed = True
+            self.allocator.live[self.kind] -= self.nbytes

@@ -53,13 +53,19 @@ def active():
 class LoopFrame:
     """One active loop: kind 'affine' | 'sequential' | 'static', current iteration."""
 
-    __slots__ = ("id", "kind", "iter", "roots")
+    __slots__ = ("id", "kind", "iter", "roots", "allocs")
 
     def __init__(self, kind):
         self.id = next(_frame_ids)
         self.kind = kind
         self.iter = -1
         self.roots = []
+        self.allocs = []      # allocations declared in the current iteration (released at its end)
+
+    def end_iteration(self):
+        for a in self.allocs:
+            a.release()
+        self.allocs.clear()
 
 
 def _as_view(x):
@@ -207,7 +213,7 @@ class NeuronCoreSim:
                     raise RuntimeError(f"SPMD instance created shared_hbm {desc}, instance 0 created "
                                        f"{t.describe()}")
                 return t
-        self.allocator.alloc(buf.kind, nbytes, desc)
+        rec = self.allocator.alloc(buf.kind, nbytes, desc)
         if data is None:
             sd = _dt.storage_dtype(dtype)
             fv = _dt.poison_value(dtype) if fill is None else fill
@@ -215,7 +221,9 @@ class NeuronCoreSim:
             if fill is not None:
                 data = _dt.round_to(data, dtype)
         t = NkiTensor(shape, dtype, buf, data, pdim, name)
-        weakref.finalize(t, self.allocator.free, buf.kind, nbytes)
+        weakref.finalize(t, rec.release)
+        if self.loops and buf.kind in ON_CHIP:
+            self.loops[-1].allocs.append(rec)
         t.created_in = {f.id: f.iter for f in self.loops if f.kind == "affine"}
         if buf.shared and self.instance == 0:
             self.shared.append(t)
@@ -237,7 +245,9 @@ class NeuronCoreSim:
             for i in range(*args):
                 frame.iter = i
                 yield i
+                frame.end_iteration()
         finally:
+            frame.end_iteration()
             if frame in self.loops:
                 self.loops.remove(frame)
             for r in frame.roots:

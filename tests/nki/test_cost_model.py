@@ -1,0 +1,122 @@
+"""The cost model: published per-instruction cycle estimates, engine clocks per platform, and
+per-engine in-order queues where an instruction waits for its engine and its inputs."""
+import numpy as np
+import pytest
+
+from torch_neuronx import nki
+import torch_neuronx.nki.isa as nisa
+import torch_neuronx.nki.language as nl
+from torch_neuronx.nki import cost_model as C
+from torch_neuronx.nki.platforms import get_platform
+
+
+def test_published_cycle_formulas():
+    assert C.matmul_cycles(128, 512, fp32=False) == 512
+    assert C.matmul_cycles(128, 512, fp32=True) == 2048         # fp32: four passes
+    assert C.matmul_cycles(32, 16, fp32=False) == 32            # max(min(64, 32), 16)
+    assert C.matmul_cycles(128, 16, fp32=False) == 64           # min(64, 128) dominates
+    assert C.elementwise_cycles(10) == 64 and C.elementwise_cycles(512) == 512
+    assert C.tensor_tensor_cycles(512, fast=True) == 512 and C.tensor_tensor_cycles(512, fast=False) == 1024
+    assert C.tensor_reduce_cycles(512, bf16_fast=True) == 256
+    assert C.iota_cycles(512) == 662
+    assert C.bn_aggr_cycles(12) == 64 and C.bn_aggr_cycles(300) == 1300
+
+
+def test_platform_tables():
+    t1, t2, t3 = get_platform("trn1"), get_platform("trn2"), get_platform("trn3")
+    assert t1.clock_ghz == {"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4}
+    assert t2.clock_ghz == {"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2}
+    assert t1.sbuf_bytes_per_partition == 192 * 1024 and t2.sbuf_bytes_per_partition == 224 * 1024
+    assert t1.psum_bytes_per_partition == t2.psum_bytes_per_partition == 16 * 1024
+    assert t3.clock_ghz == t2.clock_ghz and t3.sbuf_bytes_per_partition == t2.sbuf_bytes_per_partition
+    assert t1.dma_bytes_per_ns == pytest.approx(16 * 17 * t1.dma_efficiency)
+
+
+def _one_matmul(dtype):
+    @nki.jit
+    def k(a, b):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o, value=nl.copy(nisa.nc_matmul(nl.load(a), nl.load(b))))
+        return o
+    rng = np.random.default_rng(0)
+    return k, (rng.standard_normal((128, 128), dtype=np.float32).astype(dtype),
+               rng.standard_normal((128, 512), dtype=np.float32).astype(dtype))
+
+
+@pytest.mark.parametrize("platform,ghz", [("trn1", 2.8), ("trn2", 2.4), ("trn3", 2.4)])
+def test_matmul_busy_time_uses_tensor_engine_clock(platform, ghz):
+    import ml_dtypes
+    k, args = _one_matmul(ml_dtypes.bfloat16)
+    bench = nki.benchmark(k, platform=platform)
+    bench(*args)
+    r = bench.benchmark_result
+    assert r.engines["tensor"]["instructions"] == 1
+    assert r.engines["tensor"]["busy_us"] == pytest.approx(512 / ghz * 1e-3)
+    assert r.flops == 2 * 128 * 128 * 512
+
+
+def test_fp32_matmul_costs_four_times_bf16():
+    import ml_dtypes
+    busy = []
+    for dt in (ml_dtypes.bfloat16, np.float32):
+        k, args = _one_matmul(dt)
+        b = nki.benchmark(k, platform="trn2")
+        b(*args)
+        busy.append(b.benchmark_result.engines["tensor"]["busy_us"])
+    assert busy[1] == pytest.approx(4 * busy[0])
+
+
+def test_instruction_waits_for_inputs_and_engine():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        y = nl.exp(x)                 # Scalar: must wait for the load (DMA + fixed latency)
+        z = nl.exp(x)                 # Scalar again: waits for the engine (after y)
+        w = nl.add(y, z)              # Vector: waits for both
+        nl.store(o, value=w)
+        return o
+    b = nki.benchmark(k, platform="trn2")
+    b(np.zeros((128, 512), np.float32))
+    tr = b.benchmark_result.trace
+    names = [t[0] for t in tr]
+    assert names == ["load", "activation", "activation", "tensor_tensor", "store"]
+    p = get_platform("trn2")
+    load, exp1, exp2, add, store = tr
+    load_ns = 128 * 512 * 4 / p.dma_bytes_per_ns
+    assert load[3] - load[2] == pytest.approx(load_ns)
+    assert exp1[2] == pytest.approx(load[4])                          # start = load result ready
+    assert exp1[3] - exp1[2] == pytest.approx(512 / 1.2)              # max(MIN_II, 512) at 1.2 GHz
+    assert exp2[2] == pytest.approx(exp1[3])                          # engine busy until exp1 ends
+    assert add[2] == pytest.approx(exp2[4])
+    assert add[3] - add[2] == pytest.approx(1024 / 0.96)              # fp32 SBUF inputs: 2N cycles
+    assert store[2] == pytest.approx(add[4])
+    assert b.benchmark_result.latency_ns == pytest.approx(store[4])
+
+
+def test_independent_engines_overlap():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        y = nl.exp(x)                 # Scalar
+        z = nl.multiply(x, 2.0)       # Vector, independent of y: runs at the same time
+        nl.store(o, value=nl.add(y, z))
+        return o
+    b = nki.benchmark(k, platform="trn2")
+    b(np.zeros((128, 512), np.float32))
+    tr = {t[0]: t for t in b.benchmark_result.trace}
+    assert tr["tensor_scalar"][2] == pytest.approx(tr["activation"][2])
+
+
+def test_tensor_tensor_fast_path_with_one_psum_input():
+    @nki.jit
+    def k(a, b):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nisa.nc_matmul(nl.load(a), nl.load(b))           # PSUM
+        nl.store(o, value=nl.add(p, nl.load(b)))             # one PSUM input: N cycles
+        return o
+    b = nki.benchmark(k, platform="trn1")
+    b(np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+    tt = [t for t in b.benchmark_result.trace if t[0] == "tensor_tensor"][0]
+    assert tt[3] - tt[2] == pytest.approx(512 / 1.12)
