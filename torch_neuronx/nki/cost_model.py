@@ -27,10 +27,12 @@ DMA                  bytes / (16 engines x 17 B/ns v2 | 23 B/ns v3 x efficiency)
 platform (Tensor 2.8 / 2.4 GHz, Vector 1.12 / 0.96, Scalar 1.4 / 1.2, GpSimd 1.4 / 1.2 for v2 / v3,
 see :mod:`.platforms`). Every instruction goes to one engine queue, in program order; it starts when
 its engine is free, its inputs are ready (RAW) and its destination is no longer being written or read
-by earlier instructions (WAW/WAR), tracked per element. All results are ESTIMATES.
+by earlier instructions (WAW/WAR), tracked per element. DMA transfers share one bandwidth pool and
+are served out of order as their data becomes ready. All results are ESTIMATES.
 """
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 __all__ = ["ENGINES", "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
@@ -93,18 +95,54 @@ class Timeline:
         self.ideal_pe_ns = 0.0      # sum of flops / peak(dtype), for the utilisation figure
         self.dma_bytes = 0
         self.trace = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
+        self._dma_busy = []         # merged busy intervals [start, end] of the DMA bandwidth
+        self._dma_starts = []
 
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
         return cycles / self.platform.clock_ghz[engine]
 
+    def _place_dma(self, ready: float, dur: float) -> float:
+        """Earliest start >= ready where the shared DMA bandwidth is free for ``dur`` ns."""
+        iv = self._dma_busy
+        i = bisect.bisect_right(self._dma_starts, ready) - 1
+        t = ready
+        if i >= 0 and iv[i][1] > t:
+            t = iv[i][1]
+        j = i + 1
+        while j < len(iv) and iv[j][0] < t + dur:
+            t = max(t, iv[j][1])
+            j += 1
+        # insert [t, t + dur] at position j, merging with touching neighbours
+        lo, hi = t, t + dur
+        k = j
+        if k > 0 and iv[k - 1][1] >= lo - 1e-9:
+            k -= 1
+            lo = iv[k][0]
+            del iv[k], self._dma_starts[k]
+        if k < len(iv) and iv[k][0] <= hi + 1e-9:
+            hi = max(hi, iv[k][1])
+            del iv[k], self._dma_starts[k]
+        iv.insert(k, [lo, hi])
+        self._dma_starts.insert(k, lo)
+        return t
+
     def schedule(self, name: str, engine: str, busy_ns: float, inputs_ready: float,
                  latency_ns: float = 0.0) -> tuple:
-        """Place one instruction on ``engine``: start = max(engine free, inputs/destination ready)."""
+        """Place one instruction on ``engine``: start = max(engine free, inputs/destination ready).
+
+        Compute engines are in-order queues. The DMA engines (16 queues sharing the core's bandwidth)
+        serve a transfer as soon as its data is ready and bandwidth is free, even before transfers
+        issued earlier that are still waiting for their data (so a store waiting on compute does not
+        stall the next loads).
+        """
         if engine is None:
             return inputs_ready, inputs_ready
-        start = max(self.engine_free[engine], inputs_ready)
+        if engine == "dma":
+            start = self._place_dma(inputs_ready, busy_ns)
+        else:
+            start = max(self.engine_free[engine], inputs_ready)
         end = start + busy_ns
-        self.engine_free[engine] = end
+        self.engine_free[engine] = max(self.engine_free[engine], end)
         self.busy_ns[engine] += busy_ns
         self.count[engine] += 1
         rec = self.by_name[name]
