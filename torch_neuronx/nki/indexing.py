@@ -322,6 +322,14 @@ def resolve(comps, base_shape, vshape, advanced, mask_arr=None, name="tensor"):
         if advanced:
             return tuple(comps), Ellipsis
         return tuple(comps), Ellipsis
+    fast = _partition_range_mask(mask_arr, vshape)
+    if fast is not None:
+        # the usual NKI mask (e.g. ``i * 128 + i_p < N``) keeps a contiguous range of partitions:
+        # restrict the access to it and stay on NumPy basic indexing
+        a, b = fast
+        sub = _restrict_axis0(comps, vshape, advanced, a, b)
+        np_index, _ = resolve(sub, base_shape, (b - a,) + tuple(vshape[1:]), advanced, None, name)
+        return np_index, (slice(a, b),)
     full = _full_arrays(comps, vshape, advanced)
     m = mask_arr
     pos = tuple(f[m] for f in full)
@@ -331,3 +339,37 @@ def resolve(comps, base_shape, vshape, advanced, mask_arr=None, name="tensor"):
                 f"tensor '{name}' {list(base_shape)}: dimension {d} index range "
                 f"[{int(p.min())}, {int(p.max())}] exceeds size {n} (after mask)")
     return pos, m
+
+
+def _partition_range_mask(m, vshape):
+    """(a, b) if mask ``m`` is constant along the free axes and true exactly on rows a..b-1."""
+    if m is None or not vshape or m.ndim == 0:
+        return None
+    m2 = m.reshape(m.shape[0], -1)
+    if m2.shape[1] > 1 and not np.array_equal(m2, np.broadcast_to(m2[:, :1], m2.shape)):
+        return None
+    rows = np.flatnonzero(m2[:, 0])
+    if rows.size == 0 or rows[-1] - rows[0] + 1 != rows.size:
+        return None
+    return int(rows[0]), int(rows[-1]) + 1
+
+
+def _restrict_axis0(comps, vshape, advanced, a, b):
+    nd = len(vshape)
+    out = []
+    if advanced:
+        for c in comps:
+            if isinstance(c, np.ndarray):
+                c = c.reshape((1,) * (nd - c.ndim) + c.shape)
+                if c.shape[0] > 1:
+                    c = c[a:b]
+            out.append(c)
+        return out
+    done = False
+    for c in comps:
+        if isinstance(c, slice) and not done:
+            start = c.start + a * c.step
+            c = slice(start, start + (b - a) * c.step, c.step)
+            done = True
+        out.append(c)
+    return out

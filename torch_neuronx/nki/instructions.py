@@ -333,7 +333,7 @@ def activation(dst, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_re
             rop = op_name(reduce_op or "add")
             rv = _as_view(reduce_res)
             _samep(api, data=p, reduce_res=_tile(rv, api, "reduce_res"))
-            yr = _dt.round_to(y, dv.dtype).astype(np.float32)
+            yr = y                                     # reduced in fp32, before the output cast
             if mask is not None:
                 mk = as_mask_array(mask, yr.shape)
                 yr = np.where(mk, yr, 0.0 if rop == "add" else -np.inf if rop == "maximum" else np.inf)
