@@ -49,8 +49,8 @@ at::Tensor cpu_alias(const at::Tensor& t) {
 }
 
 at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage) {
+  // The non-VIEW constructor adds the autograd keys for the backend.
   auto out = at::detail::make_tensor<c10::TensorImpl>(
-      c10::TensorImpl::VIEW,
       c10::Storage(neuron_storage),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       cpu_view.dtype());
@@ -96,6 +96,21 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
     std::memcpy(fresh.mutable_data(), storage->data(), nbytes);
   }
   return neuron_view(cpu_result, fresh);
+}
+
+bool is_host_fallback_dtype(c10::ScalarType t) {
+  // NeuronCore engines have no fp64 and no complex arithmetic (TRAINIUM.md,
+  // "Supported data types", from the AWS Neuron data-types page).
+  return t == at::kDouble || c10::isComplexType(t);
+}
+
+void warn_host_fallback_dtype(c10::ScalarType t, const char* where) {
+  TORCH_WARN_ONCE(
+      "neuron: float64/complex work on the device (first seen in ", where,
+      "). NeuronCore engines have no fp64 or complex arithmetic: such ops run as host (CPU) "
+      "fallbacks on Trainium and are counted in torch_neuronx.get_fallback_ops(). Use float32 "
+      "or bfloat16 on the device. (Warned once per process; printing a neuron tensor also "
+      "formats it in float64, as PyTorch does for CUDA.)");
 }
 
 } // namespace torch_neuronx

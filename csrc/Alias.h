@@ -32,4 +32,11 @@ void track_op(const void* key, const char* name, bool host_fallback);
 void track_op(const void* key, const std::string& name, bool host_fallback);
 void track_op(const void* key, const c10::OperatorName& name, bool host_fallback);
 
+// True for dtypes NeuronCore engines cannot compute in (fp64, complex): ops
+// on them count as host fallbacks.
+bool is_host_fallback_dtype(c10::ScalarType t);
+
+// Warns once per process that fp64/complex data was placed on the device.
+void warn_host_fallback_dtype(c10::ScalarType t, const char* where);
+
 } // namespace torch_neuronx

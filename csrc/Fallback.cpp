@@ -20,13 +20,6 @@
 namespace torch_neuronx {
 namespace {
 
-bool is_host_fallback_dtype(c10::ScalarType t) {
-  // NeuronCore engines have no fp64 (and no complex) arithmetic (TRAINIUM.md,
-  // "Supported data types"; AWS Neuron docs, data types).
-  return t == at::kDouble || t == at::kComplexDouble || t == at::kComplexFloat ||
-      t == at::kComplexHalf;
-}
-
 // Ops for which CUDA accepts CPU tensors beside device tensors (indices).
 bool accepts_cpu_indices(const c10::OperatorName& name) {
   const std::string& n = name.name;
@@ -280,12 +273,8 @@ void neuron_fallback(
   }
 
   track_op(&op.schema(), op.operator_name(), call.host_fallback);
-  if (call.host_fallback) {
-    TORCH_WARN_ONCE(
-        "neuron: ", call.name(),
-        " was given a float64 or complex tensor. NeuronCore engines have no fp64/complex "
-        "arithmetic, so such ops run as host (CPU) fallbacks on Trainium and are counted in "
-        "torch_neuronx.get_fallback_ops(). Use float32 or bfloat16 on the device.");
+  if (C10_UNLIKELY(call.host_fallback)) {
+    warn_host_fallback_dtype(at::kDouble, op.operator_name().name.c_str());
   }
 
   {

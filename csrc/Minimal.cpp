@@ -112,10 +112,6 @@ at::Tensor view_as_complex(const at::Tensor& self) {
   return at::native::view_as_complex(self);
 }
 
-bool is_host_fallback_dtype(c10::ScalarType t) {
-  return t == at::kDouble || c10::isComplexType(t);
-}
-
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   const bool self_neuron = self.device().type() == kNeuron;
   const bool dst_neuron = dst.device().type() == kNeuron;
@@ -128,6 +124,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     const bool fallback = (self_neuron && is_host_fallback_dtype(self.scalar_type())) ||
         (dst_neuron && is_host_fallback_dtype(dst.scalar_type()));
     track_op(static_cast<const void*>(kName), kName, fallback);
+    if (dst_neuron && !self_neuron && is_host_fallback_dtype(dst.scalar_type())) {
+      warn_host_fallback_dtype(dst.scalar_type(), "a host-to-device copy");
+    }
   }
   if (self.numel() == 0) {
     return dst;

@@ -23,9 +23,11 @@ def _autoload() -> None:
     not fail ``import torch``: the first device use raises the error.
     """
     global _registered
-    if _registered:
-        return
     import torch
+
+    if _registered or getattr(torch, "neuron", None) is not None:
+        _registered = True
+        return
 
     try:
         from . import _C  # noqa: F401  (static registrations run here)
