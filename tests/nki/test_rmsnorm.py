@@ -1,7 +1,6 @@
 """Reference kernel 5a: RMSNorm  y = x * rsqrt(mean(x^2) + eps) * g, rows not a multiple of 128."""
 import ml_dtypes
 import numpy as np
-import pytest
 
 from torch_neuronx import nki
 import torch_neuronx.nki.language as nl

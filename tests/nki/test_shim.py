@@ -1,7 +1,5 @@
 """The opt-in `import nki` shim: off by default, resolves AWS module names to this package when on."""
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 

@@ -28,7 +28,7 @@ from .indexing import IndexExpr, Mask, as_mask_array, tile_broadcast
 from .memory import ON_CHIP
 from .ops import binary, op_name, reduce_fn, unary
 from .simulator import current, _as_view
-from .tile import NkiTensor, View, is_tile
+from .tile import is_tile
 
 __all__ = ["engine", "reduce_cmd", "nc_version", "dma_copy", "load", "store", "load_transpose2d",
            "nc_matmul", "nc_transpose", "activation", "tensor_tensor", "tensor_scalar",

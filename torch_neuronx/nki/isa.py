@@ -12,7 +12,6 @@ from .instructions import engine, nc_version, reduce_cmd
 from .memory import psum, sbuf
 from .platforms import get_platform
 from .simulator import active
-from .tile import is_tile
 
 __all__ = ["engine", "reduce_cmd", "nc_version", "get_nc_version", "nc_matmul", "nc_transpose",
            "activation", "activation_reduce", "tensor_tensor", "tensor_scalar", "tensor_reduce",

@@ -7,7 +7,6 @@ destination-passing instruction layer :mod:`.instructions`. Signatures follow AW
 from __future__ import annotations
 
 import builtins
-import math
 
 import numpy as np
 
@@ -15,10 +14,10 @@ from . import dtypes as _dt
 from . import instructions as I
 from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16, int32,
                      tfloat32, uint8, uint16, uint32)
-from .indexing import IndexExpr, Mask, arange, ds, mgrid, tile_broadcast
+from .indexing import IndexExpr, Mask, arange, ds, mgrid  # noqa: F401  (re-exported)
 from .memory import ON_CHIP, hbm, private_hbm, psum, sbuf, shared_hbm
 from .simulator import active, current
-from .tile import NkiTensor, is_tile, par_dim
+from .tile import is_tile, par_dim
 
 __all__ = [
     # dtypes and buffers

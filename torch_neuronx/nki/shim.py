@@ -50,7 +50,7 @@ def install_nki_shim(alias: str = "nki", *, force: bool = False) -> None:
                 spec = importlib.util.find_spec(alias)
             except (ImportError, ValueError):
                 spec = None
-            if spec is not None:
+            if spec is not None and spec.origin is not None:   # a bare namespace dir is not a package
                 raise RuntimeError(f"a real '{alias}' package is importable ({spec.origin}); not "
                                    "shadowing it (pass force=True to override)")
         elif not existing.__name__.startswith(_PKG):
