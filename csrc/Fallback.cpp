@@ -249,6 +249,15 @@ void neuron_fallback(
       generator_slots.push_back(begin + i);
     }
   }
+  if (call.device < 0) {
+    for (size_t slot : generator_slots) {
+      const c10::IValue& value = (*stack)[slot];
+      TORCH_CHECK(
+          !value.isGenerator() || value.toGenerator().device().type() != kNeuron,
+          "Expected a 'cpu' device type for generator but found 'neuron' (in ", call.name(),
+          "): use torch.Generator(device='cpu') for CPU tensors, or create the tensor on neuron.");
+    }
+  }
   call.check_mixed();
 
   const c10::DeviceIndex device = call.device >= 0 ? call.device : current_device();

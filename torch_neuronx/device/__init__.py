@@ -40,6 +40,11 @@ from .random import (
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream, synchronize
 
 
+# torch.utils.checkpoint saves the device RNG state only when the device
+# module reports `_initialized` (as torch.cuda does once CUDA is up).
+_initialized: bool = _state.topology is not None
+
+
 def is_available() -> bool:
     """True when at least one logical NeuronCore is visible and the topology is valid."""
     return _C._device_count() > 0

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from .platforms import PLATFORMS, Platform
 
 
-class TopologyError(ValueError):
-    """An environment variable describing the topology has a bad value."""
+class TopologyError(RuntimeError, ValueError):
+    """An environment variable describing the topology has a bad value.
+
+    A ``RuntimeError`` (what device errors are in PyTorch) and a ``ValueError``.
+    """
 
 
 @dataclass(frozen=True)

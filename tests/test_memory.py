@@ -1,0 +1,100 @@
+"""Per-core HBM accounting, out-of-memory, storage resize."""
+import pytest
+import torch
+
+
+def test_results_are_counted_and_freed():
+    x = torch.randn(256, 256, device="neuron")
+    before = torch.neuron.memory_allocated()
+    y = x @ x
+    assert torch.neuron.memory_allocated() - before == y.numel() * y.element_size()
+    z = torch.relu(y) + 1  # fallback results too
+    assert torch.neuron.memory_allocated() - before == 2 * y.numel() * 4
+    del y, z
+    assert torch.neuron.memory_allocated() == before
+
+
+def test_accounting_is_per_core():
+    before0 = torch.neuron.memory_allocated(0)
+    before1 = torch.neuron.memory_allocated(1)
+    t = torch.empty(1 << 20, dtype=torch.uint8, device="neuron:1")
+    assert torch.neuron.memory_allocated(1) - before1 == 1 << 20
+    assert torch.neuron.memory_allocated(0) == before0
+    del t
+    assert torch.neuron.memory_allocated(1) == before1
+
+
+def test_peak_and_reset():
+    torch.neuron.reset_peak_memory_stats()
+    base = torch.neuron.memory_allocated()
+    t = torch.empty(4 << 20, dtype=torch.uint8, device="neuron")
+    del t
+    assert torch.neuron.max_memory_allocated() - base >= 4 << 20
+    torch.neuron.reset_peak_memory_stats()
+    assert torch.neuron.max_memory_allocated() == torch.neuron.memory_allocated()
+
+
+def test_reserved_mem_get_info_stats_summary():
+    t = torch.empty(1000, dtype=torch.uint8, device="neuron")
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated()
+    free, total = torch.neuron.mem_get_info()
+    assert total == 24 << 30 and free == total - torch.neuron.memory_reserved()
+    stats = torch.neuron.memory_stats()
+    assert stats["allocated_bytes.all.current"] == torch.neuron.memory_allocated()
+    assert stats["hbm_capacity_bytes"] == 24 << 30
+    assert torch.accelerator.memory_allocated(0) == torch.neuron.memory_allocated(0)
+    summary = torch.neuron.memory_summary()
+    assert "neuron:0" in summary and "Allocated memory" in summary
+    torch.neuron.empty_cache()
+    del t
+
+
+def test_out_of_memory_names_the_core(py):
+    r = py("""
+        import torch
+        base = torch.neuron.memory_allocated()
+        keep = torch.empty(8 << 20, dtype=torch.uint8, device='neuron')
+        try:
+            torch.empty(100 << 20, dtype=torch.uint8, device='neuron')
+        except torch.OutOfMemoryError as e:
+            print('OOM', e)
+        print(torch.neuron.memory_allocated() - base)
+        del keep
+        print(torch.neuron.memory_allocated() - base)
+        x = torch.ones(3 << 20, device='neuron')   # 12 MiB
+        try:
+            y = torch.cat([x] * 6)                   # 72 MiB result inside the fallback
+        except torch.OutOfMemoryError as e:
+            print('OOM2', 'neuron:0' in str(e))
+        print(torch.neuron.memory_stats()['num_ooms'])
+    """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().split("\n")
+    assert lines[0].startswith("OOM neuron:0 out of memory")
+    assert "100.00 MiB" in lines[0] and "64.00 MiB" in lines[0] and "TORCH_NEURONX_HBM_PER_CORE" in lines[0]
+    assert lines[1] == str(8 << 20)
+    assert lines[2] == "0"
+    assert lines[3] == "OOM2 True"
+    assert lines[4] == "2"
+
+
+def test_storage_resize_frees_and_restores_bytes():
+    base = torch.neuron.memory_allocated()
+    p = torch.randn(1024, device="neuron")
+    storage = p.untyped_storage()
+    storage.resize_(0)
+    assert torch.neuron.memory_allocated() == base
+    storage.resize_(4096)
+    assert torch.neuron.memory_allocated() - base == 4096
+    p.copy_(torch.arange(1024.0))
+    assert torch.equal(p.cpu(), torch.arange(1024.0))
+
+
+def test_resize_and_out_variants_reallocate_on_device():
+    out = torch.empty(0, device="neuron")
+    a = torch.randn(10, 10, device="neuron")
+    torch.mm(a, a, out=out)
+    assert out.shape == (10, 10) and out.device.type == "neuron"
+    torch.testing.assert_close(out.cpu(), a.cpu() @ a.cpu())
+    out.resize_(3, 4)
+    assert out.shape == (3, 4)

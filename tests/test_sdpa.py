@@ -1,0 +1,38 @@
+"""Scaled dot-product attention takes the fused kernel on neuron and matches CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronx
+
+
+@pytest.mark.parametrize("hq,hk,causal,mask", [(4, 4, True, False), (4, 4, False, True), (8, 2, True, False),
+                                               (8, 2, False, True)])
+def test_fused_sdpa_matches_cpu(hq, hk, causal, mask):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, h, 16, 32, requires_grad=True) for h in (hq, hk, hk))
+    m = torch.randn(2, 1, 16, 16) if mask else None
+    kw = dict(is_causal=causal, enable_gqa=hq != hk)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+    ref.square().sum().backward()
+    qn, kn, vn = (t.detach().to("neuron").requires_grad_() for t in (q, k, v))
+    torch_neuronx.clear_op_tracking()
+    out = F.scaled_dot_product_attention(qn, kn, vn, attn_mask=None if m is None else m.to("neuron"), **kw)
+    out.square().sum().backward()
+    ops = torch_neuronx.get_executed_ops()
+    assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1
+    assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-5, atol=1e-5)
+    for a, b in zip((qn, kn, vn), (q, k, v)):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_dropout_and_mask_grad_use_math_path():
+    q = torch.randn(1, 2, 8, 16, device="neuron")
+    torch_neuronx.clear_op_tracking()
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    assert "aten::_scaled_dot_product_fused_attention_overrideable" not in torch_neuronx.get_executed_ops()
+    assert out.shape == q.shape and out.device.type == "neuron"
+    m = torch.zeros(1, 1, 8, 8, device="neuron", requires_grad=True)
+    F.scaled_dot_product_attention(q, q, q, attn_mask=m).sum().backward()
+    assert m.grad is not None and m.grad.shape == m.shape

@@ -1,0 +1,86 @@
+"""Autograd, optimizers (foreach and fused paths), autocast to bf16."""
+import pytest
+import torch
+
+
+def _pair(seed=0):
+    torch.manual_seed(seed)
+    cpu = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 3))
+    dev = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 3))
+    dev.load_state_dict(cpu.state_dict())
+    return cpu, dev.to("neuron")
+
+
+def test_autograd_matches_cpu():
+    cpu, dev = _pair()
+    x = torch.randn(5, 12)
+    y = torch.randint(0, 3, (5,))
+    torch.nn.functional.cross_entropy(cpu(x), y).backward()
+    torch.nn.functional.cross_entropy(dev(x.to("neuron")), y.to("neuron")).backward()
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        assert b.grad.device.type == "neuron"
+        torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_higher_order_and_inplace_autograd():
+    x = torch.randn(4, requires_grad=True)
+    xn = x.detach().to("neuron").requires_grad_()
+    (g,) = torch.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    (gn,) = torch.autograd.grad((xn ** 3).sum(), xn, create_graph=True)
+    torch.testing.assert_close(gn.cpu(), g)
+    torch.testing.assert_close(torch.autograd.grad(gn.sum(), xn)[0].cpu(), torch.autograd.grad(g.sum(), x)[0])
+    y = xn * 1
+    y.add_(1).mul_(2)
+    y.sum().backward()
+    assert torch.equal(xn.grad.cpu(), torch.full((4,), 2.0))
+
+
+@pytest.mark.parametrize("opt,kw", [
+    ("AdamW", dict(foreach=True)), ("AdamW", dict(fused=True)), ("AdamW", dict(foreach=False)),
+    ("SGD", dict(momentum=0.9, foreach=True)), ("Adam", dict(fused=True)), ("Adagrad", dict(foreach=True)),
+])
+def test_optimizers_match_cpu(opt, kw):
+    cpu, dev = _pair(1)
+    oc = getattr(torch.optim, opt)(cpu.parameters(), lr=0.05, **kw)
+    od = getattr(torch.optim, opt)(dev.parameters(), lr=0.05, **kw)
+    x = torch.randn(6, 12)
+    for _ in range(4):
+        for m, o, inp in ((cpu, oc, x), (dev, od, x.to("neuron"))):
+            o.zero_grad()
+            m(inp).square().mean().backward()
+            o.step()
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(b.detach().cpu(), a.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_default_optimizer_path_on_neuron_is_foreach():
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    p = [torch.zeros(2, device="neuron", requires_grad=True)]
+    fused, foreach = _default_to_fused_or_foreach(p, differentiable=False, use_fused=False)
+    assert foreach and not fused
+
+
+def test_autocast_bf16():
+    cpu, dev = _pair(2)
+    x = torch.randn(8, 12)
+    assert torch.get_autocast_dtype("neuron") == torch.bfloat16
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        y = dev[0](x.to("neuron"))
+        assert y.dtype == torch.bfloat16
+        s = torch.softmax(y, -1)
+        assert s.dtype == torch.float32  # fp32 list
+        out = dev(x.to("neuron"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref = cpu(x)
+    torch.testing.assert_close(out.float().cpu(), ref.float(), rtol=2e-2, atol=2e-2)
+    out.float().sum().backward()
+    assert all(p.grad.dtype == torch.float32 for p in dev.parameters())
+    with torch.autocast("neuron"):
+        assert dev[0](x.to("neuron")).dtype == torch.bfloat16
+
+
+def test_autocast_rejects_unsupported_dtype():
+    with pytest.warns(UserWarning, match="(?i)autocast"):
+        with torch.autocast("neuron", dtype=torch.float64):
+            pass

@@ -1,0 +1,1 @@
+"""The ``torch-neuronx`` command line: ``info``, ``demo``."""

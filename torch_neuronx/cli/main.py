@@ -1,0 +1,43 @@
+"""Entry point of the ``torch-neuronx`` command."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs ``torch-neuronx <command>``; returns the process exit status."""
+    parser = argparse.ArgumentParser(
+        prog="torch-neuronx",
+        description="TorchNeuron on a software NeuronCore: the `neuron` PyTorch device anywhere.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="platform, chips, LNC, visible cores, HBM per core, memory in use")
+    demo = sub.add_parser("demo", help="MiniLM embeddings + a Llama trained from scratch on neuron")
+    demo.add_argument("--device", default="neuron", help="device to run on (default: neuron)")
+    demo.add_argument("--steps", type=int, default=None, help="training steps (default: the demo's)")
+    demo.add_argument("--quick", action="store_true", help="a tiny run (seconds) for smoke tests")
+    demo.add_argument("--out", default=None, help="folder for the saved model (default: a temp dir)")
+    args = parser.parse_args(argv)
+
+    import torch  # noqa: F401  (autoloads the neuron device)
+
+    from ..runtime.topology import TopologyError
+
+    try:
+        if args.command == "info":
+            from .info import info_text
+
+            print(info_text())
+        elif args.command == "demo":
+            from .demo import run_demo
+
+            run_demo(device=args.device, steps=args.steps, quick=args.quick, out_dir=args.out)
+    except TopologyError as err:
+        print(f"torch-neuronx: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
