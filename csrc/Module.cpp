@@ -2,6 +2,7 @@
 // itself calls is registered statically by the other files; this module only
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
 // counters, default generators, op counts).
+#include "Alias.h"
 #include "Allocator.h"
 #include "Generator.h"
 #include "Runtime.h"
@@ -50,6 +51,15 @@ PYBIND11_MODULE(_C, m) {
     const at::Generator& gen = torch_neuronx::default_generator(static_cast<c10::DeviceIndex>(index));
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(gen));
   });
+  m.def(
+      "_cpu_alias",
+      [](const at::Tensor& t) {
+        TORCH_CHECK(
+            t.device().type() == torch_neuronx::kNeuron,
+            "_cpu_alias expects a neuron tensor, got one on ", t.device());
+        return torch_neuronx::cpu_alias(t);
+      },
+      "A CPU tensor on the same bytes as a neuron tensor (zero-copy; keeps it alive).");
   m.def("_op_counts", []() { return torch_neuronx::op_counts(); });
   m.def("_clear_op_counts", []() { torch_neuronx::clear_op_counts(); });
 }
