@@ -18,9 +18,11 @@ Pure Python + NumPy + ml_dtypes (no torch import). Use it like AWS's legacy ``ne
 
 Layers (one concept per module): dtypes, indexing, tile, memory, platforms, errors, ops,
 simulator (one NeuronCore), cost_model, instructions (destination-passing instruction layer),
-language / isa (legacy front end), frontend_legacy (jit & co.), benchmark, shim (opt-in ``import nki``).
+language / isa (legacy front end), typing (``nt.mutable_tensor``), frontend_legacy (jit & co.),
+benchmark, shim (opt-in ``import nki``). The torch integration (``nki_op``, ``wrap_nki``: kernels as torch
+ops on ``neuron`` tensors) is :mod:`.torch_op`, the only module here that imports torch.
 """
-from . import errors, language, isa
+from . import errors, language, isa, typing
 from .benchmark import BenchmarkResult, benchmark
 from .dtypes import get_keep_fp32, keep_fp32, set_keep_fp32
 from .errors import NKIError
@@ -29,6 +31,6 @@ from .platforms import PLATFORMS, get_platform
 from .shim import install_nki_shim, nki_shim_installed, uninstall_nki_shim
 
 __all__ = ["jit", "simulate_kernel", "simulate", "baremetal", "trace", "benchmark", "BenchmarkResult",
-           "Kernel", "NKIError", "errors", "language", "isa", "keep_fp32", "set_keep_fp32",
+           "Kernel", "NKIError", "errors", "language", "isa", "typing", "keep_fp32", "set_keep_fp32",
            "get_keep_fp32", "PLATFORMS", "get_platform", "install_nki_shim", "uninstall_nki_shim",
            "nki_shim_installed"]

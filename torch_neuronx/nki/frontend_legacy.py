@@ -12,9 +12,21 @@ import functools
 from .simulator import active, run_kernel
 from .tile import is_tile
 
-__all__ = ["Kernel", "jit", "simulate_kernel", "simulate", "baremetal", "trace"]
+__all__ = ["Kernel", "jit", "simulate_kernel", "simulate", "baremetal", "trace", "register_framework_adapter"]
 
 _SIM_MODES = ("auto", "simulation", "baremetal", "trace", "benchmark")
+
+# Framework adapters: callables ``adapter(kernel, args, kwargs)`` returning the call's result, or
+# ``NotImplemented`` when no argument belongs to their framework. This package imports no framework;
+# ``torch_neuronx.nki.torch_op`` registers the torch adapter (torch tensors on ``neuron``), which is
+# what nki.jit's mode "auto" means on AWS: detect the framework of the arguments.
+_FRAMEWORK_ADAPTERS: list = []
+
+
+def register_framework_adapter(adapter) -> None:
+    """Add ``adapter`` (see ``_FRAMEWORK_ADAPTERS``) once; it sees every top-level kernel call."""
+    if adapter not in _FRAMEWORK_ADAPTERS:
+        _FRAMEWORK_ADAPTERS.append(adapter)
 
 
 class Kernel:
@@ -53,6 +65,10 @@ class Kernel:
                 f"nki.jit mode={self.mode!r}: this package runs kernels on its NeuronCore simulator "
                 f"only (modes {', '.join(_SIM_MODES)}); framework tensors are handled by the "
                 "torch_neuronx device layer")
+        for adapter in _FRAMEWORK_ADAPTERS:          # e.g. torch tensors (torch_neuronx.nki.torch_op)
+            out = adapter(self, args, kwargs)
+            if out is not NotImplemented:
+                return out
         if any(is_tile(a) for a in args):
             raise TypeError("kernel arguments must be NumPy arrays")
         out, sim = run_kernel(self.fn, args, kwargs, self.grid, self.platform)

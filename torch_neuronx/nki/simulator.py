@@ -30,6 +30,7 @@ from .indexing import as_mask_array, resolve, tile_broadcast
 from .memory import Allocator, ON_CHIP, as_buffer
 from .platforms import get_platform
 from .tile import NkiTensor, ParDim, View, is_tile
+from .typing import is_mutable_annotation
 
 __all__ = ["NeuronCoreSim", "current", "active", "run_kernel", "LoopFrame"]
 
@@ -229,11 +230,12 @@ class NeuronCoreSim:
             self.shared.append(t)
         return t
 
-    def input_tensor(self, arr: np.ndarray, name: str) -> NkiTensor:
-        """An immutable HBM tensor holding a copy of kernel input ``arr``."""
+    def input_tensor(self, arr: np.ndarray, name: str, mutable: bool = False) -> NkiTensor:
+        """An HBM tensor holding a copy of kernel input ``arr``: immutable unless ``mutable``
+        (parameter annotated ``nt.mutable_tensor``; written back to ``arr`` by :func:`run_kernel`)."""
         dt, data = _dt.input_storage(np.asarray(arr), f"kernel input '{name}'")
         t = self.new_tensor(arr.shape, dt, "hbm", name=name, data=data)
-        t.immutable = True
+        t.immutable = not mutable
         return t
 
     # ---- loops ----------------------------------------------------------------------------------
@@ -423,7 +425,9 @@ def run_kernel(fn, args, kwargs, grid=(), platform=None):
 
     Args:
         fn: the kernel's Python function.
-        args, kwargs: NumPy arrays become immutable HBM input tensors; other values pass through.
+        args, kwargs: NumPy arrays become immutable HBM input tensors (parameters annotated
+            ``nt.mutable_tensor``: writable, and written back into the caller's array after the run;
+            returning one returns the caller's array); other values pass through.
         grid: SPMD launch grid, e.g. ``(2, 3)``; every program instance runs in turn.
         platform: "trn1" | "trn2" | "trn3".
 
@@ -451,16 +455,24 @@ def _run_kernel(fn, args, kwargs, grid, platform):
     sim = NeuronCoreSim(platform)
     grid = tuple(int(g) for g in grid) if grid else ()
     try:
-        names = list(inspect.signature(fn).parameters)
+        params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        names = []
+        params = {}
+    names = list(params)
+    mutable_names = {n for n, p in params.items() if is_mutable_annotation(p.annotation)}
+    mutables = []          # (simulator tensor, caller's array): written back after the run
+
+    def convert(a, nm):
+        if not isinstance(a, np.ndarray):
+            return a
+        t = sim.input_tensor(a, nm, mutable=nm in mutable_names)
+        if nm in mutable_names:
+            mutables.append((t, a))
+        return t
+
     with sim.activate():
-        conv_args = []
-        for i, a in enumerate(args):
-            nm = names[i] if i < len(names) else f"arg{i}"
-            conv_args.append(sim.input_tensor(a, nm) if isinstance(a, np.ndarray) else a)
-        conv_kwargs = {k: (sim.input_tensor(v, k) if isinstance(v, np.ndarray) else v)
-                       for k, v in kwargs.items()}
+        conv_args = [convert(a, names[i] if i < len(names) else f"arg{i}") for i, a in enumerate(args)]
+        conv_kwargs = {k: convert(v, k) for k, v in kwargs.items()}
         sim.grid = grid
         first_ret = None
         points = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
@@ -484,9 +496,16 @@ def _run_kernel(fn, args, kwargs, grid, platform):
                 if not t.root.written:
                     raise err_tensor_output_not_written_to(f"output {t.describe()} was never written")
 
+        for t, arr in mutables:            # in-place update of the caller's array (nt.mutable_tensor)
+            if t.written:
+                np.copyto(arr, _dt.output_array(t.data, t.dtype), casting="unsafe")
+        mutable_arrays = {id(t): arr for t, arr in mutables}
+
         def conv(o):
             if is_tile(o):
                 v = _as_view(o)
+                if id(v.tensor) in mutable_arrays and isinstance(o, NkiTensor):
+                    return mutable_arrays[id(v.tensor)]
                 return _dt.output_array(np.asarray(v.tensor.data[tuple(v.comps)]), v.tensor.dtype)
             return o
         result = _rebuild(first_ret, conv)
