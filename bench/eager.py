@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -243,9 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     t0 = time.perf_counter()
+    load_before = os.getloadavg()[0]
     result = run_bench(args.device, args.repeats)
+    result["load_average"] = max(load_before, os.getloadavg()[0])
     print_table(result)
     print(f"({time.perf_counter() - t0:.1f} s)")
+    cores = os.cpu_count() or 1
+    if result["load_average"] > 0.5 * cores:
+        print(f"warning: load average {result['load_average']:.1f} on {cores} cores: other processes "
+              "are competing for the CPU, so these timings and ratios are noisy; rerun on a quiet machine")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
