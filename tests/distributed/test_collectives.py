@@ -1,0 +1,17 @@
+"""Backend "neuron" gives the same values as gloo on CPU tensors for every collective
+(see workers/collectives.py for the list), float32 and bfloat16, contiguous and
+non-contiguous, default group and a new_group, async handles included."""
+from __future__ import annotations
+
+import re
+
+from conftest import report, torchrun
+
+
+def test_every_collective_matches_gloo_on_cpu():
+    proc = torchrun("collectives.py", 3)
+    assert proc.returncode == 0, report(proc)
+    counts = {int(r): int(n) for r, n in re.findall(r"\[rank (\d)\] CHECKS (\d+)", proc.stdout)}
+    # rank 1 is outside the sub-group; rank 2 is every group's root (reduce/gather checks)
+    assert set(counts) == {0, 1, 2}, report(proc)
+    assert counts[1] >= 70 and counts[0] >= 140 and counts[2] > counts[0], counts

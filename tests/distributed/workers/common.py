@@ -1,0 +1,23 @@
+"""Shared setup of the torchrun workers: backend registration and the process group."""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+def init(timeout_s: float = 60.0) -> torch.device:
+    """Registers backend "neuron" (until the autoload does it), joins the default group,
+    returns this rank's device (neuron:<LOCAL_RANK>)."""
+    import torch_neuronx.distributed
+
+    torch_neuronx.distributed.register()
+    dist.init_process_group("neuron", timeout=timedelta(seconds=timeout_s))
+    return torch.device("neuron", torch.neuron.current_device())
+
+
+def say(*parts) -> None:
+    """One output line prefixed with the global rank."""
+    print(f"[rank {dist.get_rank()}]", *parts, flush=True)

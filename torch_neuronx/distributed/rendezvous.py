@@ -1,0 +1,166 @@
+"""TorchNeuron's rendezvous rules: one process per logical NeuronCore.
+
+Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
+``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``.
+
+* The process drives logical core ``LOCAL_RANK`` of the visible cores: its
+  current device is ``neuron:<LOCAL_RANK>`` (the runtime already defaults to it
+  at ``import torch``; accelerate reads ``torch.neuron.current_device()`` and
+  transformers sets ``torch.accelerator.set_device_index(LOCAL_RANK)``, so the
+  visible set is not narrowed inside the process).
+* ``NEURON_RT_VISIBLE_CORES``, when absent, is set to the global id of the core
+  this process drives, so tools and child processes (which then see that one
+  core as ``neuron:0``) agree with the Neuron runtime's convention.
+* ``NEURON_RT_ROOT_COMM_ID``, when absent, is ``<MASTER_ADDR>:<MASTER_PORT>``
+  (the rank-0 host the Neuron runtime bootstraps collectives from; here gloo
+  rendezvous through the c10d store at the same address).
+* More local processes than visible cores is an error naming both counts.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+class RendezvousError(RuntimeError):
+    """The launcher started a process layout the NeuronCores cannot host."""
+
+
+def _int_env(env, name: str) -> int | None:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise RendezvousError(f"{name}={raw!r} is not an integer (set by the launcher, e.g. torchrun)") from None
+
+
+def local_device(env=None) -> int:
+    """Index of the ``neuron`` device this process drives: ``LOCAL_RANK`` (0 if unset).
+
+    Raises:
+        RendezvousError: when ``LOCAL_WORLD_SIZE`` (or ``LOCAL_RANK + 1``) exceeds
+            the number of visible logical NeuronCores.
+    """
+    env = os.environ if env is None else env
+    check_local_processes(env)
+    local_rank = _int_env(env, "LOCAL_RANK") or 0
+    from .. import _state
+
+    count = _state.require_topology().device_count
+    # One visible core per process (the launcher narrowed it): that core is neuron:0.
+    return 0 if count == 1 else local_rank
+
+
+def check_local_processes(env=None) -> None:
+    """Raises if this node runs more processes than it has visible logical NeuronCores.
+
+    Every local rank raises (not only those past the last core), so no rank
+    waits for peers that cannot start. A launcher that gives each process its
+    own core (``NEURON_RT_VISIBLE_CORES=<one id>``) passes.
+
+    Raises:
+        RendezvousError: naming ``LOCAL_WORLD_SIZE``/``LOCAL_RANK``, the visible
+            count and the fix.
+        TopologyError: when the topology itself is invalid (e.g. ``LOCAL_RANK``
+            past the visible cores), with the runtime's message.
+    """
+    from .. import _state
+
+    env = os.environ if env is None else env
+    topo = _state.require_topology()
+    count = topo.device_count
+    if count == 1 and env.get("NEURON_RT_VISIBLE_CORES", "").strip().isdigit():
+        return
+    local_world = _int_env(env, "LOCAL_WORLD_SIZE")
+    local_rank = _int_env(env, "LOCAL_RANK")
+    needed = max(local_world or 0, (local_rank + 1) if local_rank is not None else 0)
+    if needed > count:
+        raise RendezvousError(
+            f"this node runs {needed} processes (LOCAL_WORLD_SIZE={local_world}, LOCAL_RANK={local_rank}) "
+            f"but only {count} logical NeuronCore(s) are visible ({topo.describe()}); TorchNeuron drives "
+            f"one logical core per process: start at most {count} processes per node "
+            f"(torchrun --nproc-per-node {count}), or make more cores visible "
+            f"(NEURON_RT_VISIBLE_CORES, TORCH_NEURONX_CHIPS, NEURON_LOGICAL_NC_CONFIG=1)"
+        )
+
+
+def apply_launcher_environment(env=None) -> dict[str, str]:
+    """Fills ``NEURON_RT_VISIBLE_CORES`` and ``NEURON_RT_ROOT_COMM_ID`` from the launcher's
+    variables when they are absent.
+
+    The current device is not changed here: the runtime already makes
+    ``neuron:<LOCAL_RANK>`` current at ``import torch``, and a device the
+    script chose itself is respected.
+
+    Args:
+        env: the environment to read and update (default ``os.environ``).
+
+    Returns:
+        The variables it set (name → value), empty if none.
+
+    Raises:
+        RendezvousError: too many local processes for the visible cores.
+    """
+    env = os.environ if env is None else env
+    device = local_device(env)
+    set_vars: dict[str, str] = {}
+    if not env.get("NEURON_RT_VISIBLE_CORES", "").strip() and env.get("LOCAL_RANK", "").strip():
+        from .. import _state
+
+        topo = _state.topology
+        core = topo.visible_cores[device] if topo is not None else device
+        set_vars["NEURON_RT_VISIBLE_CORES"] = str(core)
+    if not env.get("NEURON_RT_ROOT_COMM_ID", "").strip() and env.get("MASTER_ADDR", "").strip():
+        port = env.get("MASTER_PORT", "").strip()
+        set_vars["NEURON_RT_ROOT_COMM_ID"] = f"{env['MASTER_ADDR']}:{port}" if port else env["MASTER_ADDR"]
+    env.update(set_vars)
+    return set_vars
+
+
+def claim_core(store, rank: int, world_size: int, env=None) -> None:
+    """Checks that no two ranks on one node drive the same logical NeuronCore.
+
+    Each rank writes ``<host>/<node rank>/<global core id>`` into the default
+    group's store and reads everyone's (one ``set`` and ``world_size`` ``get``
+    at ``init_process_group``). The node rank (torchrun's ``GROUP_RANK``) keeps
+    two "nodes" launched on one machine apart.
+
+    Args:
+        store: the default group's store.
+        rank: this process's global rank.
+        world_size: number of ranks.
+        env: environment to read (default ``os.environ``).
+
+    Raises:
+        RendezvousError: on every rank of a clash, naming the ranks, the host
+            and the core (e.g. ``NEURON_RT_VISIBLE_CORES=0`` given to two
+            processes).
+    """
+    import socket
+
+    from .. import _state
+
+    env = os.environ if env is None else env
+    topo = _state.require_topology()
+    core = topo.visible_cores[local_device(env)]
+    node = env.get("GROUP_RANK", "0")
+    mine = f"{socket.gethostname()}/{node}/{core}"
+    store.set(f"neuron_core/{rank}", mine)
+    owners: dict[str, list[int]] = {}
+    for r in range(world_size):
+        owners.setdefault(store.get(f"neuron_core/{r}").decode(), []).append(r)
+    clashes = {k: v for k, v in owners.items() if len(v) > 1}
+    if clashes:
+        what = "; ".join(
+            f"ranks {v} all drive logical NeuronCore {k.rsplit('/', 1)[1]} of host {k.split('/')[0]} "
+            f"(node {k.split('/')[1]})"
+            for k, v in clashes.items()
+        )
+        raise RendezvousError(
+            f"{what}: TorchNeuron drives one logical core per process. Give each process its own core "
+            f"(let the launcher set LOCAL_RANK and leave NEURON_RT_VISIBLE_CORES unset, or set it to a "
+            f"different core per process)"
+        )

@@ -1,0 +1,136 @@
+"""The async handle a ``"neuron"`` collective returns (a ``torch.distributed.Work``).
+
+A collective becomes one or more gloo works on CPU aliases, plus an optional
+*finish* step that runs once after they complete (copying a contiguous staging
+tensor back into a non-contiguous output). ``wait()`` and ``get_future()`` both
+run it exactly once; errors are rewritten by the process group's failure
+diagnosis so that they name a rank that stopped.
+"""
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Callable, Sequence
+
+import torch
+import torch.distributed as dist
+
+
+class NeuronWork(dist.Work):
+    """Handle of one collective of the ``"neuron"`` process group.
+
+    Args:
+        works: the gloo works doing the transfer (may be empty for a no-op).
+        result: the tensors the future resolves to (the collective's outputs,
+            ``neuron`` tensors; DDP's reducer reads them).
+        finish: called once, after every work completed successfully.
+        explain: maps a transport exception to the exception to raise (adds
+            which rank is missing); called on failure only.
+        keepalive: objects (aliases, staging tensors) that must outlive the
+            transfer.
+    """
+
+    def __init__(
+        self,
+        works: Sequence[dist.Work],
+        result: list[torch.Tensor],
+        finish: Callable[[], None] | None = None,
+        explain: Callable[[BaseException], BaseException] | None = None,
+        keepalive: object = None,
+    ) -> None:
+        super().__init__()
+        self._works = list(works)
+        self._result = result
+        self._finish = finish
+        self._explain = explain
+        self._keepalive = keepalive
+        self._lock = threading.Lock()
+        self._finished = False
+        self._error: BaseException | None = None
+
+    def _complete(self) -> None:
+        with self._lock:
+            if not self._finished:
+                if self._finish is not None:
+                    self._finish()
+                self._finished = True
+                self._keepalive = None
+
+    def _raise(self, err: BaseException):
+        if self._error is None:
+            self._error = self._explain(err) if self._explain is not None else err
+        raise self._error from err
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        """Blocks until the collective completed and its outputs are written.
+
+        Args:
+            timeout: optional bound per underlying transfer; the process
+                group's timeout applies otherwise.
+
+        Returns:
+            True.
+
+        Raises:
+            torch.distributed.DistBackendError: when a peer stopped or the
+                transfer timed out; the message names the missing rank(s).
+        """
+        if self._error is not None:
+            raise self._error
+        try:
+            for work in self._works:
+                if timeout is None or timeout == timedelta(0):
+                    work.wait()
+                else:
+                    work.wait(timeout)
+        except Exception as err:  # noqa: BLE001  (rewritten, re-raised)
+            self._raise(err)
+        self._complete()
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        """A future resolving to the output tensors once the collective completed."""
+        if not self._works:
+            self._complete()
+            fut: torch.futures.Future = torch.futures.Future()
+            fut.set_result(self._result)
+            return fut
+        inner = [work.get_future() for work in self._works]
+        combined = inner[0] if len(inner) == 1 else torch.futures.collect_all(inner)
+
+        def done(f: torch.futures.Future):
+            try:
+                values = f.value()
+                if len(inner) > 1:
+                    for v in values:
+                        v.value()
+            except Exception as err:  # noqa: BLE001
+                self._raise(err)
+            self._complete()
+            return self._result
+
+        return combined.then(done)
+
+    def is_completed(self) -> bool:
+        """True when every transfer finished (successfully or not)."""
+        return all(work.is_completed() for work in self._works)
+
+    def is_success(self) -> bool:
+        """True when every transfer completed without error."""
+        return self._error is None and all(work.is_success() for work in self._works)
+
+    def exception(self):
+        """The rewritten error of a failed collective, or None."""
+        return self._error
+
+    def result(self) -> list[torch.Tensor]:
+        """The output tensors (after :meth:`wait`)."""
+        return self._result
+
+    def synchronize(self) -> None:
+        """Same as :meth:`wait` (the software NeuronCore has no queued streams)."""
+        self.wait()
+
+    def source_rank(self) -> int:
+        """For ``recv`` from any source: the rank the data came from."""
+        return self._works[0].source_rank() if self._works else -1
