@@ -1,0 +1,106 @@
+"""torch_neuronx.kernels: each NKI kernel op against the PyTorch op it replaces, forward and backward,
+on neuron tensors (rows not a multiple of 128 where the kernel masks; bf16 where it matters)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torch_neuronx import kernels as K
+
+G = torch.Generator().manual_seed(0)
+
+
+def _randn(*shape, scale=1.0):
+    return torch.randn(*shape, generator=G) * scale
+
+
+def _run(fn, ref, cpu_inputs, dtype=torch.float32):
+    """Forward and backward of ``fn`` on neuron vs ``ref`` on CPU (fp32 math on the same values)."""
+    dev = [t.to(dtype).to("neuron").requires_grad_() for t in cpu_inputs]
+    ref_in = [t.to(dtype).float().requires_grad_() for t in cpu_inputs]
+    out = fn(*dev)
+    expected = ref(*ref_in)
+    dy = _randn(*expected.shape)
+    out.backward(dy.to(dtype).to("neuron"))
+    expected.backward(dy.to(dtype).float())
+    assert out.device.type == "neuron" and out.dtype == dtype
+    return out.detach().cpu().float(), expected.detach(), [d.grad.cpu().float() for d in dev], \
+        [r.grad for r in ref_in]
+
+
+def _llama_rmsnorm(x, w, eps=1e-6):
+    h = x.float()
+    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def test_rms_norm_fp32_forward_and_nki_backward():
+    out, exp, grads, ref_grads = _run(lambda x, w: K.rms_norm(x, w, 1e-6), _llama_rmsnorm,
+                                      [_randn(2, 150, 256), _randn(256)])
+    torch.testing.assert_close(out, exp, rtol=1e-5, atol=1e-5)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
+
+
+def test_rms_norm_bf16_input_fp32_weight_promotes_like_llama():
+    x = _randn(130, 128).to(torch.bfloat16)
+    w = torch.rand(128, generator=G) + 0.5
+    out = K.rms_norm(x.to("neuron"), w.to("neuron"), 1e-6)
+    assert out.dtype == torch.float32                    # weight (fp32) * hidden.to(bf16)
+    torch.testing.assert_close(out.cpu(), _llama_rmsnorm(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_rms_norm_passes_torch_library_opcheck():
+    x = _randn(40, 64).to("neuron").requires_grad_()
+    w = _randn(64).to("neuron").requires_grad_()
+    torch.library.opcheck(torch.ops.neuron_kernels.rms_norm.default, (x, w, 1e-6),
+                          test_utils=("test_schema", "test_faketensor"))   # autograd check: NYI for non-CPU/CUDA/XPU in torch
+
+
+def test_layer_norm_bn_stats_matches_torch():
+    out, exp, grads, ref_grads = _run(lambda x, w, b: K.layer_norm(x, w, b, 1e-5),
+                                      lambda x, w, b: F.layer_norm(x, (768,), w, b, 1e-5),
+                                      [_randn(3, 70, 768, scale=2) + 1, _randn(768), _randn(768)])
+    torch.testing.assert_close(out, exp, rtol=1e-4, atol=1e-4)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_softmax_matches_torch(dtype, tol):
+    out, exp, grads, ref_grads = _run(K.softmax, lambda x: torch.softmax(x, -1),
+                                      [_randn(2, 100, 1000, scale=3)], dtype)
+    torch.testing.assert_close(out, exp, rtol=tol, atol=tol)
+    torch.testing.assert_close(grads[0], ref_grads[0], rtol=tol, atol=tol)
+
+
+def test_swiglu_mlp_matches_unfused_torch():
+    out, exp, grads, ref_grads = _run(K.swiglu_mlp, lambda x, g, u, d: (F.silu(x @ g) * (x @ u)) @ d,
+                                      [_randn(2, 100, 256), _randn(256, 384, scale=0.06),
+                                       _randn(256, 384, scale=0.06), _randn(384, 256, scale=0.05)])
+    torch.testing.assert_close(out, exp, rtol=1e-4, atol=1e-4)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
+
+
+def test_swiglu_mlp_bf16_close_to_fp32_math():
+    x, g, u, d = _randn(128, 128), _randn(128, 256, scale=0.09), _randn(128, 256, scale=0.09), \
+        _randn(256, 128, scale=0.06)
+    xb, gb, ub, db = (t.to(torch.bfloat16) for t in (x, g, u, d))
+    out = K.swiglu_mlp(*(t.to("neuron") for t in (xb, gb, ub, db)))
+    exp = (F.silu(xb.float() @ gb.float()) * (xb.float() @ ub.float())) @ db.float()
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.cpu().float(), exp, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 1e-2)])
+def test_attention_matches_sdpa(dtype, tol):
+    out, exp, grads, ref_grads = _run(K.attention, F.scaled_dot_product_attention,
+                                      [_randn(2, 2, 256, 64) for _ in range(3)], dtype)
+    torch.testing.assert_close(out, exp, rtol=tol, atol=tol)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=tol, atol=tol)
+
+
+def test_attention_rejects_unaligned_sequence():
+    q = torch.randn(1, 1, 100, 64, device="neuron")
+    with pytest.raises(ValueError, match="multiple of 128"):
+        K.attention(q, q, q)
