@@ -1,0 +1,191 @@
+"""ESTIMATED trn2 time of a ViT-style encoder block: our fused NKI kernels vs the unfused op sequence.
+
+    python bench/nki.py [--seq 256] [--hidden 768] [--heads 12] [--mlp 2048] [--json]
+
+Everything here is an ESTIMATE; no Trainium is involved.
+
+The block (pre-norm, bf16, batch 1): x -> LN1 -> QKV projection -> attention -> output projection
+-> + x -> LN2 -> SwiGLU MLP -> + residual. Defaults: ViT-B dimensions (hidden 768, 12 heads of 64),
+256 tokens (a 224 px image in 14 px patches, no class token), SwiGLU MLP of width 2048 (~8/3 x 768,
+as in SwiGLU ViTs such as EVA-02; a GELU MLP has no kernel in our library yet).
+
+* Unfused: every PyTorch op of the block (the ATen ops eager mode runs: one ``native_layer_norm`` per
+  LayerNorm, matmuls, the score scale, softmax, silu, multiply, adds) is a roofline estimate
+  ``max(FLOPs / peak, bytes moved / HBM bandwidth)``, each op reading its inputs from HBM and writing
+  its output to HBM.
+* Fused: LN1, attention, LN2 and the SwiGLU MLP are our NKI kernels (``torch_neuronx.kernels``),
+  timed by the NeuronCore simulator's cost model (``nki.benchmark``: per-engine queues, published
+  instruction costs, DMA model). Ops without a kernel (QKV / output projections, residual adds) keep
+  their roofline estimate, identical on both sides.
+
+Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from TRAINIUM.md
+(AWS Trainium2 architecture page): Tensor Engine 79 dense BF16 TFLOPS; HBM 2.9 TB/s per chip / 8
+cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak (so element-wise ops are always
+bandwidth-bound in the roofline, which flatters the unfused side). A second unfused column uses the
+cost model's sustained DMA rate instead of the HBM peak (16 DMA engines x 23 B/ns x 0.38 calibrated
+efficiency = 139.8 GB/s, see torch_neuronx/nki/platforms.py), i.e. the same memory system the fused
+estimates see.
+
+Also reported: the simulator's own throughput, instructions simulated per host second.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+PEAK_FLOPS = 79e12            # dense BF16 per NeuronCore-v3 (TRAINIUM.md)
+HBM_BYTES_PER_S = 2.9e12 / 8  # 2.9 TB/s per trn2 chip, 8 physical cores (TRAINIUM.md)
+BF16 = 2                      # bytes per element
+
+
+def roofline_us(flops: float, nbytes: float, bw: float = HBM_BYTES_PER_S) -> float:
+    """max(FLOPs / peak, bytes / bandwidth) in microseconds (an ESTIMATE)."""
+    return max(flops / PEAK_FLOPS, nbytes / bw) * 1e6
+
+
+def unfused_ops(S, H, nh, I):
+    """[(group, op, FLOPs, bytes moved)] of the eager op sequence; group names the fused kernel
+    that replaces the op, or "" when the op stays as is."""
+    d = H // nh
+    e = BF16
+    mm = lambda m, k, n: (2 * m * k * n, (m * k + k * n + m * n) * e)          # noqa: E731
+    ops = [
+        ("ln1", "native_layer_norm", 8 * S * H, (2 * S * H + 2 * H) * e),
+        ("", "qkv matmul [S,H]x[H,3H]", *mm(S, H, 3 * H)),
+        ("attention", "q @ k^T (per head)", 2 * nh * S * S * d, (2 * S * H + nh * S * S) * e),
+        ("attention", "scores * scale", nh * S * S, 2 * nh * S * S * e),
+        ("attention", "softmax", 5 * nh * S * S, 2 * nh * S * S * e),
+        ("attention", "probs @ v", 2 * nh * S * S * d, (nh * S * S + 2 * S * H) * e),
+        ("", "out projection [S,H]x[H,H]", *mm(S, H, H)),
+        ("", "residual add", S * H, 3 * S * H * e),
+        ("ln2", "native_layer_norm", 8 * S * H, (2 * S * H + 2 * H) * e),
+        ("swiglu", "gate matmul [S,H]x[H,I]", *mm(S, H, I)),
+        ("swiglu", "up matmul [S,H]x[H,I]", *mm(S, H, I)),
+        ("swiglu", "silu", 4 * S * I, 2 * S * I * e),
+        ("swiglu", "multiply", S * I, 3 * S * I * e),
+        ("swiglu", "down matmul [S,I]x[I,H]", *mm(S, I, H)),
+        ("", "residual add", S * H, 3 * S * H * e),
+    ]
+    return ops
+
+
+def fused_kernels(S, H, nh, I, platform="trn2"):
+    """{group: (estimated us, simulated instructions, host seconds, dma bytes)} from nki.benchmark."""
+    from torch_neuronx import nki
+    from torch_neuronx.kernels.attention import attention_kernel
+    from torch_neuronx.kernels.layernorm import layernorm_fwd_kernel
+    from torch_neuronx.kernels.swiglu import swiglu_kernel
+
+    rng = np.random.default_rng(0)
+    bf = lambda *s, scale=1.0: (rng.standard_normal(s, dtype=np.float32) * scale).astype(ml_dtypes.bfloat16)  # noqa: E731
+    d = H // nh
+    x = bf(S, H)
+    runs = {
+        "ln1": (layernorm_fwd_kernel, None, (x, bf(H), bf(H), 1e-6)),
+        "attention": (attention_kernel, nh, (bf(nh, S, d), bf(nh, S, d), bf(nh, S, d), d ** -0.5)),
+        "ln2": (layernorm_fwd_kernel, None, (x, bf(H), bf(H), 1e-6)),
+        "swiglu": (swiglu_kernel, None, (x, bf(H, I, scale=H ** -0.5), bf(H, I, scale=H ** -0.5),
+                                         bf(I, H, scale=I ** -0.5))),
+    }
+    out = {}
+    for group, (kern, grid, args) in runs.items():
+        bench = nki.benchmark(kern, platform=platform)
+        if grid:
+            bench = bench[grid]
+        t0 = time.perf_counter()
+        bench(*args)
+        host = time.perf_counter() - t0
+        r = bench.benchmark_result
+        n_instr = sum(v["instructions"] for v in r.engines.values())
+        out[group] = dict(estimated_us=r.latency_us, instructions=n_instr, host_s=host,
+                          dma_bytes=r.dma_bytes, flops_util_pct=r.flops_utilization,
+                          engines={k: round(v["busy_pct"], 1) for k, v in r.engines.items()})
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--mlp", type=int, default=2048)
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    a = ap.parse_args(argv)
+    S, H, nh, I = a.seq, a.hidden, a.heads, a.mlp
+    from torch_neuronx.nki.platforms import get_platform
+    dma_bw = get_platform("trn2").dma_bytes_per_ns * 1e9
+
+    ops = unfused_ops(S, H, nh, I)
+    fused = fused_kernels(S, H, nh, I)
+    groups = ["ln1", "attention", "ln2", "swiglu"]
+    rows = []
+    for g in groups:
+        sel = [o for o in ops if o[0] == g]
+        flops = sum(o[2] for o in sel)
+        rows.append(dict(group=g, unfused_ops=len(sel),
+                         unfused_roofline_us=sum(roofline_us(o[2], o[3]) for o in sel),
+                         unfused_roofline_dma_us=sum(roofline_us(o[2], o[3], dma_bw) for o in sel),
+                         unfused_bytes=sum(o[3] for o in sel), flops=flops,
+                         fused_estimated_us=fused[g]["estimated_us"], fused_dma_bytes=fused[g]["dma_bytes"],
+                         fused_flops_util_pct=fused[g]["flops_util_pct"], engines_busy_pct=fused[g]["engines"]))
+    common = [o for o in ops if o[0] == ""]
+    common_us = sum(roofline_us(o[2], o[3]) for o in common)
+    common_dma_us = sum(roofline_us(o[2], o[3], dma_bw) for o in common)
+    unfused_total = sum(r["unfused_roofline_us"] for r in rows) + common_us
+    unfused_total_dma = sum(r["unfused_roofline_dma_us"] for r in rows) + common_dma_us
+    fused_total = sum(r["fused_estimated_us"] for r in rows) + common_us
+    instr = sum(f["instructions"] for f in fused.values())
+    host = sum(f["host_s"] for f in fused.values())
+    result = dict(
+        label="ESTIMATE (cost model + roofline; no Trainium)", platform="trn2, one NeuronCore-v3",
+        shape=dict(seq=S, hidden=H, heads=nh, head_dim=H // nh, mlp=I, dtype="bfloat16"),
+        peaks=dict(bf16_tflops=PEAK_FLOPS / 1e12, hbm_gb_s=HBM_BYTES_PER_S / 1e9, dma_model_gb_s=dma_bw / 1e9),
+        groups=rows, other_ops_roofline_us=common_us,
+        block=dict(unfused_roofline_us=unfused_total, unfused_roofline_dma_us=unfused_total_dma,
+                   fused_estimated_us=fused_total, speedup_vs_roofline=unfused_total / fused_total,
+                   speedup_vs_roofline_dma=unfused_total_dma / fused_total),
+        simulator=dict(instructions=instr, host_seconds=host, instructions_per_second=instr / host),
+    )
+    if a.json:
+        print(json.dumps(result, indent=1, default=str))
+        return result
+    print(f"ViT-style encoder block, ESTIMATED trn2 time (one NeuronCore-v3, bf16): S={S}, H={H}, "
+          f"heads={nh}x{H // nh}, SwiGLU MLP {I}")
+    print(f"peaks (TRAINIUM.md): {PEAK_FLOPS / 1e12:.0f} TFLOPS bf16, HBM {HBM_BYTES_PER_S / 1e9:.1f} GB/s; "
+          f"cost-model DMA {dma_bw / 1e9:.1f} GB/s\n")
+    hdr = f"{'part':<11}{'ops':>4}{'unfused roofline us':>21}{'(at DMA rate)':>15}{'fused NKI est. us':>19}" \
+          f"{'ratio':>7}{'HBM MB unf/fused':>19}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        print(f"{r['group']:<11}{r['unfused_ops']:>4}{r['unfused_roofline_us']:>21.2f}"
+              f"{r['unfused_roofline_dma_us']:>15.2f}{r['fused_estimated_us']:>19.2f}"
+              f"{r['unfused_roofline_us'] / r['fused_estimated_us']:>7.2f}"
+              f"{r['unfused_bytes'] / 1e6:>10.2f}/{r['fused_dma_bytes'] / 1e6:<8.2f}")
+    print(f"{'other ops':<11}{len(common):>4}{common_us:>21.2f}{common_dma_us:>15.2f}{common_us:>19.2f}"
+          f"{'(roofline both sides)':>27}")
+    b = result["block"]
+    print(f"{'block':<15}{b['unfused_roofline_us']:>21.2f}{b['unfused_roofline_dma_us']:>15.2f}"
+          f"{b['fused_estimated_us']:>19.2f}{b['speedup_vs_roofline']:>7.2f}")
+    print(f"\nfused vs unfused (ESTIMATE): x{b['speedup_vs_roofline']:.2f} against the HBM-peak roofline, "
+          f"x{b['speedup_vs_roofline_dma']:.2f} against the roofline at the cost model's DMA rate")
+    for r in rows:
+        print(f"  {r['group']:<10} kernel FLOPs utilization {r['fused_flops_util_pct']:.1f}% (estimate); "
+              f"engine busy % {r['engines_busy_pct']}")
+    s = result["simulator"]
+    print(f"\nsimulator throughput: {s['instructions']} instructions in {s['host_seconds']:.2f} s host = "
+          f"{s['instructions_per_second']:,.0f} instructions/s")
+    return result
+
+
+if __name__ == "__main__":
+    main()
