@@ -1,0 +1,72 @@
+"""TorchNeuron's rendezvous rules: current device = LOCAL_RANK, NEURON_RT_VISIBLE_CORES
+and NEURON_RT_ROOT_COMM_ID derived from torchrun's variables when absent, clear errors
+for more local processes than cores or two ranks on one core, and the TP-degree check."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from transformers import LlamaConfig
+
+from conftest import report, torchrun
+from torch_neuronx.distributed import (
+    RendezvousError,
+    TensorParallelDegreeError,
+    apply_launcher_environment,
+    check_local_processes,
+    check_tp_degree,
+)
+
+
+def test_backend_is_registered_for_neuron():
+    import torch.distributed as dist
+    import torch_neuronx.distributed
+
+    torch_neuronx.distributed.register()
+    torch_neuronx.distributed.register()  # idempotent
+    assert "neuron" in dist.Backend.backend_list
+    assert dist.Backend.default_device_backend_map["neuron"] == "neuron"
+
+
+def test_launcher_variables_fill_neuron_runtime_variables():
+    env = {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29500"}
+    assert apply_launcher_environment(env) == {
+        "NEURON_RT_VISIBLE_CORES": "1", "NEURON_RT_ROOT_COMM_ID": "10.0.0.7:29500"}
+    assert env["NEURON_RT_VISIBLE_CORES"] == "1"
+    given = {"LOCAL_RANK": "0", "MASTER_ADDR": "h", "NEURON_RT_VISIBLE_CORES": "0",
+             "NEURON_RT_ROOT_COMM_ID": "root:1"}
+    assert apply_launcher_environment(given) == {}
+    assert given["NEURON_RT_ROOT_COMM_ID"] == "root:1"
+
+
+def test_more_local_processes_than_cores_is_an_error():
+    cores = torch.neuron.device_count()
+    with pytest.raises(RendezvousError, match=rf"runs {cores + 1} processes .* only {cores} logical NeuronCore"):
+        check_local_processes({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": str(cores + 1)})
+    check_local_processes({"LOCAL_RANK": str(cores - 1), "LOCAL_WORLD_SIZE": str(cores)})
+
+
+def test_tp_degree_must_divide_heads_and_kv_heads():
+    config = LlamaConfig(num_attention_heads=8, num_key_value_heads=2, hidden_size=64)
+    check_tp_degree(config, 2)
+    with pytest.raises(TensorParallelDegreeError, match=r"tp_size=4 does not divide num_key_value_heads=2"):
+        check_tp_degree(config, 4)
+    with pytest.raises(TensorParallelDegreeError, match=r"tp_size=3 does not divide num_attention_heads=8"):
+        check_tp_degree(config, 3)
+
+
+def test_torchrun_ranks_drive_their_local_core():
+    proc = torchrun("rendezvous_env.py", 2)
+    assert proc.returncode == 0, report(proc)
+    rows = {int(r): rest for r, rest in re.findall(r"\[rank (\d)\] ENV (.*)", proc.stdout)}
+    for rank in (0, 1):
+        device, visible, root, current = rows[rank].split()
+        assert (device, visible, current) == (f"neuron:{rank}", str(rank), str(rank)), rows
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", root), rows
+
+
+def test_two_ranks_on_one_core_is_an_error():
+    proc = torchrun("rendezvous_env.py", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
+    assert proc.returncode != 0
+    assert "RendezvousError: ranks [0, 1] all drive logical NeuronCore 0" in proc.stderr, report(proc)
