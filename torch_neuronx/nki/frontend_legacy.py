@@ -65,6 +65,10 @@ class Kernel:
                 f"nki.jit mode={self.mode!r}: this package runs kernels on its NeuronCore simulator "
                 f"only (modes {', '.join(_SIM_MODES)}); framework tensors are handled by the "
                 "torch_neuronx device layer")
+        if not _FRAMEWORK_ADAPTERS and any(type(a).__module__.startswith("torch")
+                                           for a in list(args) + list(kwargs.values())):
+            import importlib                     # torch tensors: load the torch adapter on first use
+            importlib.import_module(__package__ + ".torch_op")
         for adapter in _FRAMEWORK_ADAPTERS:          # e.g. torch tensors (torch_neuronx.nki.torch_op)
             out = adapter(self, args, kwargs)
             if out is not NotImplemented:
