@@ -11,6 +11,7 @@ import pytest
 import torch
 
 kernels = pytest.importorskip("kernels")
+pytest.importorskip("transformers")
 from kernels import LayerRepository, Mode, kernelize, replace_kernel_forward_from_hub, use_kernel_mapping  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaRMSNorm  # noqa: E402

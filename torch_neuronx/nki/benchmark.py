@@ -92,21 +92,24 @@ class BenchmarkedKernel:
     """A kernel wrapped by :func:`benchmark`: calling it simulates the kernel, stores the estimate in
     ``benchmark_result`` and returns the kernel's outputs."""
 
-    def __init__(self, kernel, platform=None, grid=None, **options):
+    def __init__(self, kernel, platform=None, grid=None, parent=None, **options):
         self.kernel = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
         if grid:
             self.kernel = self.kernel[grid]
         self.platform = platform
         self.options = options
+        self.parent = parent      # bench[grid](...) also stores its result on bench
         self.benchmark_result = None
 
     def __getitem__(self, grid):
-        return BenchmarkedKernel(self.kernel[grid], self.platform, **self.options)
+        return BenchmarkedKernel(self.kernel[grid], self.platform, parent=self, **self.options)
 
     def __call__(self, *args, **kwargs):
         k = Kernel(self.kernel.fn, "benchmark", self.platform or self.kernel.platform, self.kernel.grid)
         out = k(*args, **kwargs)
         self.benchmark_result = BenchmarkResult(k.last_run, getattr(k.fn, "__name__", "kernel"))
+        if self.parent is not None:
+            self.parent.benchmark_result = self.benchmark_result
         return out
 
 
