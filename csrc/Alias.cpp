@@ -71,6 +71,11 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
   }
   TORCH_INTERNAL_ASSERT(
       cpu_result.device().is_cpu(), "neuron fallback: unexpected result on ", cpu_result.device());
+  TORCH_CHECK(
+      cpu_result.layout() == c10::kStrided,
+      "neuron supports only dense (strided) tensors, but this op produced a ", cpu_result.layout(),
+      " tensor. NeuronCores have no sparse tensor support: keep sparse tensors on the CPU "
+      "(or call .to_dense() before moving to neuron).");
   c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
   const c10::Device target(kNeuron, device);
   c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();

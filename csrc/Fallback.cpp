@@ -310,10 +310,56 @@ void neuron_fallback(
   }
 }
 
+// PyTorch registers the _foreach_* ops as CompositeExplicitAutograd loops,
+// which on a PrivateUse1 device would run one dispatched op per tensor (and
+// the optimizers pick the foreach path on non-CPU devices). Sending them to
+// the fallback instead runs the whole loop inside one CPU kernel call.
+// Ops whose CPU kernel PyTorch replaces, on other devices, by a generic
+// CompositeExplicitAutograd decomposition with different rounding or output
+// dtypes (found by tests/test_opinfo.py); on neuron they run the CPU kernel.
+const char* const kCpuKernelOps[] = {
+    "aten::_stack", "aten::addr", "aten::all", "aten::any", "aten::linalg__powsum",
+    "aten::native_group_norm", "aten::native_layer_norm",
+};
+
+bool wants_cpu_kernel(const c10::OperatorName& name) {
+  for (const char* op : kCpuKernelOps) {
+    if (name.name == op) {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct RegisterForeachOps {
+  RegisterForeachOps() {
+    static torch::Library lib(
+        torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      if (name.name.rfind("aten::_foreach_", 0) != 0 && !wants_cpu_kernel(name)) {
+        continue;
+      }
+      const auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+          (!handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+           name.name.rfind("aten::_foreach_", 0) != 0)) {
+        continue;
+      }
+      std::string op = name.name.substr(6);
+      if (!name.overload_name.empty()) {
+        op += "." + name.overload_name;
+      }
+      lib.impl(op.c_str(), torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+    }
+  }
+};
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
 }
+
+static RegisterForeachOps g_register_foreach_ops;
 
 } // namespace torch_neuronx
