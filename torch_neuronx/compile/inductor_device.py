@@ -1,0 +1,250 @@
+"""Inductor's CPU C++ code generator, running on ``neuron`` memory.
+
+The software NeuronCore's device memory is host memory, so the C++ kernels Inductor
+generates for the CPU can read and write ``neuron`` tensors directly (they receive raw
+pointers); buffers the generated wrapper allocates are ``neuron`` tensors
+(``empty_strided(..., device='neuron:0')``, accounted per core by our allocator), and
+``extern_kernels.mm/addmm/bmm`` calls take the eager device path (CPU BLAS on zero-copy
+aliases). Outputs therefore stay on ``neuron`` with no copy.
+
+Four registrations make Inductor accept the device; each was confirmed necessary
+(``shared/docs/PYTORCH_BACKEND.md``, "torch.compile"):
+
+1. a :class:`DeviceInterface` (``torch._dynamo.device_interface``): device count, current
+   device, synchronize, and CPU-like properties (``multi_processor_count`` = host cores) for
+   Inductor's reduction heuristics;
+2. :class:`DeviceOpOverrides` (no streams, no device guard code: the wrapper runs on the
+   calling thread's current device, as Inductor's CPU path does);
+3. a wrapper code generator that emits kernel calls as for ``cpu`` (PyTorch OpenReg's
+   ``inductor_backend.py`` does the same for ``openreg``), registered with ``CppScheduling``
+   (Inductor's C++/OpenMP kernel generator) through ``register_backend_for_device``;
+4. the scheduler treating ``neuron`` nodes as CPU nodes: ``BaseSchedulerNode.is_cpu()``
+   compares ``device.type == "cpu"``; otherwise fusion takes a GPU-only reindexing path that
+   fails on C++ kernels. This is the one patch of a private method in the project: it is
+   pinned to torch 2.13 (:data:`PINNED_TORCH`), checked against the original's behaviour,
+   and tested (``tests/compile/test_inductor_device.py``).
+
+:func:`register` is idempotent and imports Inductor; it runs when backend ``"neuron"`` is
+first used, never at ``import torch``.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from textwrap import dedent
+
+import torch
+
+DEVICE = "neuron"
+#: The torch minor version whose private ``BaseSchedulerNode.is_cpu`` the patch was written
+#: against (torch/_inductor/scheduler.py: ``return device is not None and device.type == "cpu"``).
+PINNED_TORCH = "2.13"
+
+_lock = threading.Lock()
+_registered = False
+_original_is_cpu = None
+
+
+class InductorDeviceError(RuntimeError):
+    """Inductor cannot be set up for ``neuron`` (unsupported torch version)."""
+
+
+def _neuron_mod():
+    mod = getattr(torch, DEVICE, None)
+    if mod is None:
+        raise InductorDeviceError("torch.neuron is missing: the neuron device did not autoload")
+    return mod
+
+
+class _CpuLikeProperties:
+    """What Inductor reads from device properties: ``multi_processor_count`` (host cores)."""
+
+    def __init__(self, cores: int) -> None:
+        self.multi_processor_count = cores
+
+
+def _make_interface():
+    from torch._dynamo.device_interface import DeviceInterface
+
+    class NeuronInterface(DeviceInterface):
+        """Inductor's view of the software NeuronCore (synchronous, no streams)."""
+
+        class Worker:
+            @staticmethod
+            def set_device(device: int) -> None:
+                _neuron_mod().set_device(device)
+
+            @staticmethod
+            def current_device() -> int:
+                return _neuron_mod().current_device()
+
+            @staticmethod
+            def get_device_properties(device=None) -> _CpuLikeProperties:
+                return _CpuLikeProperties(multiprocessing.cpu_count())
+
+        @staticmethod
+        def current_device() -> int:
+            return _neuron_mod().current_device()
+
+        @staticmethod
+        def set_device(device) -> None:
+            _neuron_mod().set_device(device)
+
+        @staticmethod
+        def exchange_device(device: int) -> int:
+            mod = _neuron_mod()
+            prev = mod.current_device()
+            if device >= 0:
+                mod.set_device(device)
+            return prev
+
+        maybe_exchange_device = exchange_device
+
+        @staticmethod
+        def device_count() -> int:
+            return _neuron_mod().device_count()
+
+        @staticmethod
+        def is_available() -> bool:
+            return _neuron_mod().is_available()
+
+        @staticmethod
+        def synchronize(device=None) -> None:
+            _neuron_mod().synchronize(device)
+
+        @staticmethod
+        def get_raw_stream(device_idx: int) -> int:
+            return 0
+
+        @staticmethod
+        def get_compute_capability(device=None) -> str:
+            return ""
+
+        @staticmethod
+        def is_bf16_supported(including_emulation: bool = False) -> bool:
+            return True
+
+        @classmethod
+        def is_dtype_supported(cls, dtype: torch.dtype, including_emulation: bool = False) -> bool:
+            # NeuronCore engines have no fp64/complex (TRAINIUM.md, "Supported data types").
+            return dtype not in (torch.float64, torch.complex64, torch.complex128)
+
+        @staticmethod
+        def memory_allocated(device=None) -> int:
+            return _neuron_mod().memory_allocated(device)
+
+    return NeuronInterface
+
+
+def _make_op_overrides():
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    class NeuronDeviceOpOverrides(DeviceOpOverrides):
+        """Python-wrapper snippets: no raw streams, no device switch (synchronous device)."""
+
+        def import_get_raw_stream_as(self, name: str) -> str:
+            return dedent(
+                f"""
+                def {name}(_):
+                    return 0
+                """
+            )
+
+        def set_device(self, device_idx: int) -> str:
+            return "pass"
+
+        def synchronize(self) -> str:
+            return "pass"
+
+        def device_guard(self, device_idx: int) -> str:
+            return "torch._ops.contextlib.nullcontext()"
+
+        def cpp_kernel_type(self) -> str:
+            return "void*"
+
+    return NeuronDeviceOpOverrides()
+
+
+def _make_wrapper_codegen():
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+
+    class NeuronWrapperCodegen(PythonWrapperCodegen):
+        """Python wrapper whose C++ kernel calls are generated as for ``cpu``."""
+
+        @staticmethod
+        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+            if is_subgraph:
+                return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper,
+                                                    partition_signatures)
+            return NeuronWrapperCodegen()
+
+        def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
+            from torch._inductor.virtualized import V
+
+            device = device or V.graph.get_current_device_or_throw()
+            if device.type == DEVICE:
+                device = torch.device("cpu")
+            super()._generate_kernel_call_helper(kernel_name, call_args, device=device, **kwargs)
+
+    return NeuronWrapperCodegen
+
+
+def _patched_is_cpu(self) -> bool:
+    """``BaseSchedulerNode.is_cpu`` for torch 2.13 with ``neuron`` counted as CPU."""
+    device = self.get_device()
+    return device is not None and device.type in ("cpu", DEVICE)
+
+
+def _patch_scheduler() -> None:
+    global _original_is_cpu
+    from torch._inductor import scheduler
+
+    if not torch.__version__.startswith(PINNED_TORCH + "."):
+        raise InductorDeviceError(
+            f"torch_neuronx.compile patches torch._inductor.scheduler.BaseSchedulerNode.is_cpu "
+            f"for torch {PINNED_TORCH}; this is torch {torch.__version__}: check that method "
+            "against the new release and update PINNED_TORCH in torch_neuronx/compile/inductor_device.py"
+        )
+    current = scheduler.BaseSchedulerNode.is_cpu
+    if current is _patched_is_cpu:
+        return
+    if current.__qualname__ != "BaseSchedulerNode.is_cpu":
+        raise InductorDeviceError(
+            f"BaseSchedulerNode.is_cpu is already replaced by {current.__qualname__}; "
+            "refusing to stack a second patch"
+        )
+    _original_is_cpu = current
+    scheduler.BaseSchedulerNode.is_cpu = _patched_is_cpu
+
+
+def register() -> None:
+    """Registers ``neuron`` with Inductor (the four registrations above). Idempotent.
+
+    Raises:
+        InductorDeviceError: torch is not 2.13.x (the scheduler patch is pinned), or the
+            neuron device is not loaded.
+    """
+    global _registered
+    if _registered:
+        return
+    with _lock:
+        if _registered:
+            return
+        _neuron_mod()
+        from torch._dynamo.device_interface import register_interface_for_device
+        from torch._inductor.codegen.common import (
+            register_backend_for_device,
+            register_device_op_overrides,
+        )
+        from torch._inductor.codegen.cpp import CppScheduling
+
+        _patch_scheduler()
+        register_interface_for_device(DEVICE, _make_interface())
+        register_device_op_overrides(DEVICE, _make_op_overrides())
+        register_backend_for_device(DEVICE, CppScheduling, _make_wrapper_codegen())
+        _registered = True
+
+
+def is_registered() -> bool:
+    """True once :func:`register` has run in this process."""
+    return _registered
