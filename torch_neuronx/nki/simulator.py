@@ -444,11 +444,20 @@ def run_kernel(fn, args, kwargs, grid=(), platform=None):
 def _one_blas_thread():
     """Tile matmuls are small (<= 128x128x512): multi-threaded BLAS only adds overhead (~6x slower
     on 2 cores), so limit BLAS to one thread while a kernel runs when threadpoolctl is available."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _BLAS_CONTROLLER = False
+        else:   # scanning the loaded libraries costs ~ms: do it once per process, not per kernel call
+            _BLAS_CONTROLLER = ThreadpoolController()
+    if _BLAS_CONTROLLER is False:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
 
 
 def _run_kernel(fn, args, kwargs, grid, platform):
