@@ -1,0 +1,214 @@
+"""Backend "neuron": results vs eager, outputs stay on neuron, training graphs, static-shape
+semantics (dynamic=True error, no automatic dynamic), mode warning, fallback policy both ways,
+recompile diagnostics, graph breaks, debug dumps, the pinned Inductor patch, cheap autoload."""
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torch_neuronx.compile as tnc
+from torch_neuronx.compile import inductor_device
+from torch_neuronx.compile.backend import CompileModeWarning
+from torch_neuronx.compile.fallback import CompileFallbackWarning
+
+
+def mlp_fn(x, w):
+    return torch.nn.functional.gelu(x @ w).softmax(-1) * x.sum(-1, keepdim=True)
+
+
+def test_inference_matches_eager_and_stays_on_neuron():
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 16), torch.randn(16, 16)
+    before = torch.neuron.memory_allocated()
+    out = torch.compile(mlp_fn, backend="neuron")(x.to("neuron"), w.to("neuron"))
+    assert out.device == torch.device("neuron:0")
+    assert torch.neuron.memory_allocated() >= before + out.numel() * 4  # accounted device memory
+    torch.testing.assert_close(out.cpu(), mlp_fn(x, w), rtol=1e-5, atol=1e-5)
+    m = tnc.get_dynamo_metrics()
+    assert m["graphs"] == 1 and m["graphs_compiled"] + m["cache_hits_memory"] + m["cache_hits_disk"] == 1
+    assert m["compile_seconds"] > 0
+
+
+def test_training_forward_backward_fullgraph_matches_eager():
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.LayerNorm(32),
+                              torch.nn.Linear(32, 4))
+    dev = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.LayerNorm(32),
+                              torch.nn.Linear(32, 4))
+    dev.load_state_dict(ref.state_dict())
+    dev.to("neuron")
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    cdev = torch.compile(dev, backend="neuron", fullgraph=True)
+    loss = torch.nn.functional.cross_entropy(cdev(x.to("neuron")), y.to("neuron"))
+    loss.backward()
+    loss_ref = torch.nn.functional.cross_entropy(ref(x), y)
+    loss_ref.backward()
+    torch.testing.assert_close(loss.cpu(), loss_ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(dev.parameters(), ref.parameters()):
+        assert p.grad.device.type == "neuron"
+        torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-6)
+    m = tnc.get_dynamo_metrics()
+    # one Dynamo graph -> a forward and a backward graph
+    assert m["graphs"] == 1
+    assert m["graphs_compiled"] + m["cache_hits_memory"] + m["cache_hits_disk"] == 2
+
+
+def test_dynamic_true_is_rejected_with_a_clear_error():
+    f = torch.compile(lambda x: x * 2, backend="neuron", dynamic=True)
+    with pytest.raises(Exception, match="static shapes only.*dynamic=True"):
+        f(torch.ones(5, device="neuron"))
+
+
+def test_mark_dynamic_is_rejected():
+    x = torch.ones(6, 3, device="neuron")
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(Exception, match="static shapes only"):
+        torch.compile(lambda t: t + 1, backend="neuron")(x)
+
+
+def test_new_shapes_are_new_static_graphs_with_diagnostics(monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_RECOMPILE_WARN", "2")
+    f = torch.compile(lambda ids: (ids * 3).sum(-1), backend="neuron")  # dynamic unset
+    with pytest.warns(tnc.RecompileWarning,
+                      match=r"recompiled 2 times.*dimension 1 \(sequence length\).*pad_to_multiple"):
+        for n in (5, 9, 13):
+            x = torch.arange(2 * n, device="neuron").view(2, n)
+            assert torch.equal(f(x).cpu(), (x.cpu() * 3).sum(-1))
+    m = tnc.get_dynamo_metrics()
+    assert m["graphs"] == 3  # no dynamic promotion: every length is its own static graph
+    assert len(m["recompiles"]) == 2
+    rec = m["recompiles"][0]
+    assert "size mismatch" in rec["guard"] and "expected 5, actual 9" in rec["guard"]
+    assert rec["changed"] == [{"input": "L['ids']", "dim": 1, "before": 5, "after": 9}]
+
+
+def test_mode_other_than_default_warns_and_works():
+    f = torch.compile(lambda x: x.relu() + 1, backend="neuron", mode="max-autotune")
+    with pytest.warns(CompileModeWarning, match="mode='max-autotune' is ignored"):
+        out = f(torch.tensor([-1.0, 2.0], device="neuron"))
+    assert out.cpu().tolist() == [1.0, 3.0]
+
+
+def test_graph_break_gives_two_graphs_and_a_reason():
+    def f(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    x = torch.randn(4, device="neuron")
+    out = torch.compile(f, backend="neuron")(x)
+    torch.testing.assert_close(out.cpu(), x.cpu().sin().cos())
+    m = tnc.get_dynamo_metrics()
+    assert m["graphs"] == 2
+    assert sum(m["graph_breaks"].values()) >= 1
+
+
+_lib = torch.library.Library("tnx_compile_test", "DEF")
+_lib.define("boom(Tensor x) -> Tensor")
+_lib.impl("boom", lambda x: x + 100, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("tnx_compile_test::boom")
+def _boom_fake(x):
+    return torch.empty_like(x)
+
+
+def _install_failing_lowering():
+    from torch._inductor.lowering import lowerings, register_lowering
+
+    op = torch.ops.tnx_compile_test.boom.default
+    if op not in lowerings:
+        @register_lowering(op)
+        def _fail(x):
+            raise RuntimeError("no lowering for tnx_compile_test.boom on this NeuronCore")
+
+
+def test_fallback_disabled_by_default_raises_with_graph_and_reason():
+    _install_failing_lowering()
+    f = torch.compile(lambda x: torch.ops.tnx_compile_test.boom(x * 2), backend="neuron")
+    with pytest.raises(Exception) as info:
+        f(torch.ones(3, device="neuron"))
+    text = str(info.value)
+    assert "backend 'neuron' failed to compile" in text
+    assert "no lowering for tnx_compile_test.boom" in text  # the reason
+    assert "tnx_compile_test.boom" in text.split("Graph:", 1)[1]  # the graph
+
+
+def test_fallback_enabled_warns_and_runs_eagerly(monkeypatch):
+    _install_failing_lowering()
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    f = torch.compile(lambda x: torch.ops.tnx_compile_test.boom(x * 2), backend="neuron")
+    with pytest.warns(CompileFallbackWarning, match="running it eagerly"):
+        out = f(torch.ones(3, device="neuron"))
+    assert out.device.type == "neuron" and out.cpu().tolist() == [102.0, 102.0, 102.0]
+    m = tnc.get_dynamo_metrics()
+    assert len(m["fallbacks"]) == 1 and "no lowering" in m["fallbacks"][0]["reason"]
+
+
+def test_debug_dir_dumps_fx_and_generated_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path))
+    torch.compile(lambda x: (x * x).sum(), backend="neuron")(torch.ones(7, device="neuron"))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    dynamo = [n for n in names if n.endswith("_dynamo.txt")]
+    aten = [n for n in names if n.endswith("_aten.txt")]
+    code = [n for n in names if n.endswith("_code.py")]
+    assert dynamo and aten and code, names
+    assert "f32[7]" in (tmp_path / dynamo[0]).read_text()
+    generated = (tmp_path / code[0]).read_text()
+    assert "def call(" in generated and "cpp_fused" in generated  # Inductor's C++ kernel
+
+
+def test_scheduler_patch_is_pinned_and_treats_neuron_as_cpu():
+    inductor_device.register()
+    from torch._inductor import scheduler
+
+    assert torch.__version__.startswith(inductor_device.PINNED_TORCH + ".")
+    assert scheduler.BaseSchedulerNode.is_cpu is inductor_device._patched_is_cpu
+    original = inspect.getsource(inductor_device._original_is_cpu)
+    assert 'device.type == "cpu"' in original  # what the patch was written against
+
+    class Node:
+        def __init__(self, device):
+            self.device = device
+
+        def get_device(self):
+            return self.device
+
+    patched = inductor_device._patched_is_cpu
+    assert patched(Node(torch.device("neuron", 0))) and patched(Node(torch.device("cpu")))
+    assert not patched(Node(torch.device("meta"))) and not patched(Node(None))
+    inductor_device.register()  # idempotent
+    assert scheduler.BaseSchedulerNode.is_cpu is inductor_device._patched_is_cpu
+
+
+def test_autoload_imports_no_dynamo_backend_and_no_inductor():
+    code = "import sys, torch; print('torch._inductor' in sys.modules, 'torch_neuronx.compile.backend' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_NEURONX_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+_HAS_ENTRY_POINT = "neuron" in importlib.metadata.entry_points(group="torch_dynamo_backends").names
+
+
+@pytest.mark.skipif(not _HAS_ENTRY_POINT, reason="the torch_dynamo_backends entry point "
+                    "'neuron = torch_neuronx.compile.backend:neuron_backend' is not installed "
+                    "(pyproject.toml, then pip install -e .)")
+def test_backend_usable_right_after_import_torch(tmp_path):
+    code = textwrap.dedent("""
+        import torch
+        f = torch.compile(lambda x: x * 2 + 1, backend="neuron")
+        print(f(torch.ones(3, device="neuron")).cpu().tolist())
+    """)
+    env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[3.0, 3.0, 3.0]"

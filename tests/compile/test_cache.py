@@ -1,0 +1,109 @@
+"""The disk cache format, integrity checks, layout, keys and the `torch-neuronx cache` CLI
+(no compilation: fast)."""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torch_neuronx.compile import cache, get_dynamo_metrics, reset_dynamo_metrics
+
+
+def test_entry_roundtrip_and_integrity():
+    blob = cache.encode_entry({"key": "k", "kind": "forward"}, b"artifact-bytes")
+    header, artifact = cache.decode_entry(blob)
+    assert header["kind"] == "forward" and artifact == b"artifact-bytes"
+    with pytest.raises(cache.CorruptEntry, match="truncated"):
+        cache.decode_entry(blob[:-3])
+    with pytest.raises(cache.CorruptEntry, match="truncated"):
+        cache.decode_entry(blob[:10])
+    flipped = bytearray(blob)
+    flipped[-1] ^= 0xFF
+    with pytest.raises(cache.CorruptEntry, match="checksum"):
+        cache.decode_entry(bytes(flipped))
+    with pytest.raises(cache.CorruptEntry, match="magic"):
+        cache.decode_entry(b"X" * 100)
+
+
+def test_two_level_sharded_layout_and_atomic_write(tmp_path):
+    key = cache.cache_key({"graph": "g", "inputs": [[2, 3]]})
+    assert len(key) == 64
+    path = cache.entry_path(key, tmp_path)
+    assert path == tmp_path / key[:2] / key[2:4] / f"{key}.neff"
+    cache.write_entry(path, {"key": key}, b"x" * 1000)
+    assert cache.read_entry(path)[1] == b"x" * 1000
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+
+
+def test_key_is_canonical_and_identical_across_processes():
+    parts = {"graph": "a = b + c", "inputs": [[[4, 8], [8, 1], "torch.float32"]], "kind": "forward"}
+    code = textwrap.dedent(f"""
+        from torch_neuronx.compile.cache import cache_key
+        print(cache_key({parts!r}))
+    """)
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == cache.cache_key(dict(reversed(list(parts.items()))))
+    assert cache.cache_key({**parts, "kind": "backward"}) != cache.cache_key(parts)
+
+
+def test_get_or_compile_memory_disk_corrupt_and_disabled(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path))
+    reset_dynamo_metrics()
+    calls = []
+
+    def compile_fn():
+        calls.append(1)
+        return "value", b"artifact"
+
+    c = cache.CompileCache()
+    key = cache.cache_key({"g": 1})
+    assert c.get_or_compile(key, compile_fn, bytes.decode, {"kind": "forward"}).source == "compiled"
+    assert c.get_or_compile(key, compile_fn, bytes.decode, {}).source == "memory"
+    c.clear_memory()
+    hit = c.get_or_compile(key, compile_fn, bytes.decode, {})
+    assert (hit.source, hit.value) == ("disk", "artifact")
+    path = cache.entry_path(key)
+    path.write_bytes(path.read_bytes()[:-5])  # truncate
+    c.clear_memory()
+    with pytest.warns(cache.CacheCorruptWarning, match="corrupt .*truncated.*recompiling"):
+        assert c.get_or_compile(key, compile_fn, bytes.decode, {}).source == "compiled"
+    assert cache.read_entry(path)[1] == b"artifact"  # rewritten
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", "1")
+    assert c.get_or_compile(key, compile_fn, bytes.decode, {}).source == "compiled"
+    m = get_dynamo_metrics()
+    assert len(calls) == 3
+    assert (m["graphs_compiled"], m["cache_hits_memory"], m["cache_hits_disk"]) == (3, 1, 1)
+    assert len(m["cache_corrupt"]) == 1 and m["cache_corrupt"][0]["path"] == str(path)
+
+
+def test_default_dir_is_per_user(monkeypatch, tmp_path):
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "torch_neuronx" / "neff-cache"
+    assert cache.inductor_dir() == cache.cache_dir() / "inductor"
+
+
+def test_cli_list_verify_clear(tmp_path, capsys):
+    from torch_neuronx.cli import cache as cli
+
+    for i in range(3):
+        key = cache.cache_key({"i": i})
+        cache.write_entry(cache.entry_path(key, tmp_path), {"key": key, "kind": "forward",
+                                                            "name": f"'f{i}' (x.py:1)"}, b"y" * 10)
+    bad = cache.entry_path(cache.cache_key({"i": 0}), tmp_path)
+    bad.write_bytes(bad.read_bytes()[:-1])
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers(dest="command"))
+
+    assert cli.run(parser.parse_args(["cache", "list", "--dir", str(tmp_path)])) == 0
+    out = capsys.readouterr().out
+    assert "3 entries" in out and "'f1' (x.py:1)" in out and "forward" in out
+    assert cli.run(parser.parse_args(["cache", "verify", "--dir", str(tmp_path)])) == 1
+    out = capsys.readouterr().out
+    assert "1 bad" in out and "truncated" in out and str(bad) in out
+    assert cli.run(parser.parse_args(["cache", "clear", "--dir", str(tmp_path)])) == 0
+    assert "removed 3 entries" in capsys.readouterr().out
+    assert cache.list_entries(tmp_path) == []
