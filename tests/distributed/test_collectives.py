@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import report, torchrun
+from launch import report, torchrun
 
 
 def test_every_collective_matches_gloo_on_cpu():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import report, torchrun
+from launch import report, torchrun
 
 PG_TIMEOUT_S = 10.0  # workers/failure.py
 

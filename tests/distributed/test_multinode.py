@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from conftest import free_port, job_env, report, torchrun_cmd
+from launch import free_port, job_env, report, torchrun_cmd
 
 
 def test_collectives_across_two_loopback_nodes():

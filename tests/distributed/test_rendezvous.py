@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig
 
-from conftest import report, torchrun
+from launch import report, torchrun
 from torch_neuronx.distributed import (
     RendezvousError,
     TensorParallelDegreeError,
@@ -27,6 +27,14 @@ def test_backend_is_registered_for_neuron():
     torch_neuronx.distributed.register()  # idempotent
     assert "neuron" in dist.Backend.backend_list
     assert dist.Backend.default_device_backend_map["neuron"] == "neuron"
+
+
+def test_backend_is_available_after_import_torch(py):
+    # Needs torch_neuronx's autoload to call torch_neuronx.distributed.register().
+    proc = py("import torch.distributed as dist; "
+              "print('neuron' in dist.Backend.backend_list, dist.Backend.default_device_backend_map.get('neuron'))")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "neuron"], proc.stdout
 
 
 def test_launcher_variables_fill_neuron_runtime_variables():

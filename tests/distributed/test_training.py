@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import report, torchrun
+from launch import report, torchrun
 
 MODES = ("ddp", "fsdp1", "fsdp2", "tp")
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from conftest import report, torchrun
+from launch import report, torchrun
 
 TEXTS = [f"The number {i} is {'even' if i % 2 == 0 else 'odd'} and its square is {i * i}." for i in range(64)]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 
 import torch
@@ -19,5 +20,7 @@ def init(timeout_s: float = 60.0) -> torch.device:
 
 
 def say(*parts) -> None:
-    """One output line prefixed with the global rank."""
-    print(f"[rank {dist.get_rank()}]", *parts, flush=True)
+    """One output line prefixed with the global rank, written with a single write()
+    so that the lines of concurrent ranks do not interleave."""
+    sys.stdout.write(" ".join([f"[rank {dist.get_rank()}]", *map(str, parts)]) + "\n")
+    sys.stdout.flush()

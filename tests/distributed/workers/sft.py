@@ -34,7 +34,9 @@ CKPT, OUT = sys.argv[1], sys.argv[2]
 
 
 def say(*parts) -> None:
-    print(f"[rank {dist.get_rank()}]", *parts, flush=True)
+    """One line prefixed with the rank, in a single write() (no interleaving)."""
+    sys.stdout.write(" ".join([f"[rank {dist.get_rank()}]", *map(str, parts)]) + "\n")
+    sys.stdout.flush()
 
 
 tokenizer = AutoTokenizer.from_pretrained(CKPT)

@@ -1,4 +1,4 @@
-"""Launching torchrun jobs from pytest: each test runs a worker script under
+"""Launching torchrun jobs from the distributed tests: each test runs a worker script under
 ``python -m torch.distributed.run`` in a fresh process tree and asserts on its
 exit code and output."""
 from __future__ import annotations
@@ -8,8 +8,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 WORKERS = Path(__file__).parent / "workers"
 
@@ -60,7 +58,3 @@ def report(proc: subprocess.CompletedProcess) -> str:
     """The tail of a job's output, for assertion messages."""
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
 
-
-@pytest.fixture
-def run():
-    return torchrun
