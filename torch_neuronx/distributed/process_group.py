@@ -160,7 +160,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             works if isinstance(works, (list, tuple)) else [works],
             result,
             finish=finish,
-            explain=lambda err: self._explain(op, err),
+            op=op,
+            explain=self._explain,
             keepalive=staging,
         )
         if self._coalesced is not None:
@@ -175,6 +176,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             RuntimeError: from gloo for ``PREMUL_SUM`` or a dtype it cannot reduce.
         """
         opts = opts if opts is not None else dist.AllreduceOptions()
+        if all(t.is_contiguous() for t in tensors):  # the common case: no staging
+            return self._work("all_reduce", self._gloo.allreduce([cpu_alias(t) for t in tensors], opts), tensors)
         st = _Staging()
         aliases = [st.output(t, read=True) for t in tensors]
         return self._work("all_reduce", self._gloo.allreduce(aliases, opts), tensors, st)

@@ -24,8 +24,9 @@ class NeuronWork(dist.Work):
         result: the tensors the future resolves to (the collective's outputs,
             ``neuron`` tensors; DDP's reducer reads them).
         finish: called once, after every work completed successfully.
-        explain: maps a transport exception to the exception to raise (adds
-            which rank is missing); called on failure only.
+        op: the collective's name, for error messages.
+        explain: ``explain(op, transport_error)`` returns the exception to raise
+            (it adds which rank is missing); called on failure only.
         keepalive: objects (aliases, staging tensors) that must outlive the
             transfer.
     """
@@ -35,10 +36,12 @@ class NeuronWork(dist.Work):
         works: Sequence[dist.Work],
         result: list[torch.Tensor],
         finish: Callable[[], None] | None = None,
-        explain: Callable[[BaseException], BaseException] | None = None,
+        op: str = "collective",
+        explain: Callable[[str, BaseException], BaseException] | None = None,
         keepalive: object = None,
     ) -> None:
         super().__init__()
+        self._op = op
         self._works = list(works)
         self._result = result
         self._finish = finish
@@ -58,7 +61,7 @@ class NeuronWork(dist.Work):
 
     def _raise(self, err: BaseException):
         if self._error is None:
-            self._error = self._explain(err) if self._explain is not None else err
+            self._error = self._explain(self._op, err) if self._explain is not None else err
         raise self._error from err
 
     def wait(self, timeout: timedelta | None = None) -> bool:
