@@ -1,5 +1,6 @@
 """Backend "neuron" gives the same values as gloo on CPU tensors for every collective
-(see workers/collectives.py for the list), float32 and bfloat16, contiguous and
+(see workers/collectives.py for the list, coalesced all_reduce and object collectives
+included), float32 and bfloat16, contiguous and
 non-contiguous, default group and a new_group, async handles included."""
 from __future__ import annotations
 

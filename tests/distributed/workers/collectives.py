@@ -178,7 +178,32 @@ def run_case(group, gloo, dtype, strided: bool) -> None:
         req.wait()
     check(f"{tag} batch_isend_irecv", [out], [data((S,), 100, dtype, rank=prv)])
 
+    # coalesced all_reduce (c10d's coalescing manager: _start/_end_coalescing, allreduce_coalesced)
+    xs = [data((S,), 110 + j, dtype) for j in range(3)]
+    ts, cs = [place(x, strided) for x in xs], [x.clone() for x in xs]
+    with dist._coalescing_manager(group=group, device=DEV, async_ops=True) as cm:
+        for t in ts:
+            dist.all_reduce(t, group=group)
+    cm.wait()
+    with dist._coalescing_manager(group=gloo, async_ops=True) as cm:  # gloo: no startCoalescing
+        for c in cs:
+            dist.all_reduce(c, group=gloo)
+    cm.wait()
+    check(f"{tag} coalesced all_reduce", ts, cs)
+
     dist.barrier(group=group, device_ids=[DEV.index])
+
+
+def objects() -> None:
+    """Object collectives (what accelerate and the HF Trainer use) on the default group."""
+    global checks
+    got = [None] * WORLD
+    dist.all_gather_object(got, {"rank": RANK, "tag": "x" * RANK})
+    assert got == [{"rank": r, "tag": "x" * r} for r in range(WORLD)], got
+    box = [f"from {RANK}"]
+    dist.broadcast_object_list(box, src=WORLD - 1)
+    assert box == [f"from {WORLD - 1}"], box
+    checks += 2
 
 
 def main() -> None:
@@ -193,6 +218,7 @@ def main() -> None:
             run_case(None, gloo_world, dtype, strided)
             if RANK in sub_ranks:
                 run_case(sub, gloo_sub, dtype, strided)
+    objects()
     # Multi-dimensional all_gather_into_tensor / reduce_scatter_tensor (FSDP2's shape: dim 0)
     x = data((3, 4), 200, torch.float32)
     out, ref = torch.empty(WORLD * 3, 4, device=DEV), torch.empty(WORLD * 3, 4)
