@@ -37,9 +37,14 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def tiny_llama(seed: int = 0):
-    """A 1-layer Llama (hidden 64, vocab 256, eager attention) on CPU, eval mode."""
+@pytest.fixture
+def tiny_llama():
+    """Factory: ``tiny_llama(seed=0)`` → a 1-layer Llama (hidden 64, vocab 256, eager
+    attention) on CPU, eval mode."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(LlamaConfig(**TINY_LLAMA)).eval()
+    def make(seed: int = 0):
+        torch.manual_seed(seed)
+        return LlamaForCausalLM(LlamaConfig(**TINY_LLAMA)).eval()
+
+    return make
