@@ -1,7 +1,9 @@
 """Failure behaviour (workers/failure.py, 3 ranks): a collective that a live rank
 never joins raises after the group's timeout, saying every rank is alive; a rank
 SIGKILLed in the middle of a DDP step makes the two survivors raise within the
-process-group timeout with an error naming rank 1. Nothing hangs."""
+process-group timeout with an error naming rank 1; the same when the dead rank is
+rank 0 (the store lives in torchrun's agent, so the survivors can still tell). Nothing
+hangs."""
 from __future__ import annotations
 
 import re
@@ -14,7 +16,7 @@ PG_TIMEOUT_S = 10.0  # workers/failure.py
 def test_timeout_and_dead_rank_raise_clear_errors():
     # The launcher checks its workers every 20 s: the survivors report before it
     # would tear them down (its default 0.1 s would SIGTERM them at once).
-    proc = torchrun("failure.py", 3, monitor_interval=20, timeout=120)
+    proc = torchrun("failure.py", 3, "1", monitor_interval=20, timeout=120)
     assert proc.returncode != 0, "torchrun must report the killed rank\n" + report(proc)
     assert "exitcode  : -9" in proc.stderr and "rank      : 1" in proc.stderr, report(proc)
 
@@ -31,3 +33,14 @@ def test_timeout_and_dead_rank_raise_clear_errors():
     for rank, (seconds, message) in raised.items():
         assert seconds < PG_TIMEOUT_S, f"rank {rank} raised after {seconds} s"
         assert "DistBackendError" in message and "rank 1 stopped" in message, message
+
+
+def test_dead_rank_0_is_named_by_the_survivors():
+    proc = torchrun("failure.py", 3, "0", "--no-timeout-phase", monitor_interval=15, timeout=120)
+    assert "exitcode  : -9" in proc.stderr and "rank      : 0" in proc.stderr, report(proc)
+    raised = dict((int(r), (float(s), m)) for r, s, m in
+                  re.findall(r"\[rank (\d)\] RAISED ([\d.]+) (.*)", proc.stdout))
+    assert sorted(raised) == [1, 2], report(proc)
+    for rank, (seconds, message) in raised.items():
+        assert seconds < PG_TIMEOUT_S, f"rank {rank} raised after {seconds} s"
+        assert "DistBackendError" in message and "rank 0 stopped" in message, message

@@ -26,6 +26,7 @@ Failures: a collective whose peer died or timed out raises
 """
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Sequence
 
@@ -142,9 +143,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 f"Transport error: {err}"
             )
         elif missing is None:
+            host = (
+                "torchrun's agent on the MASTER_ADDR node"
+                if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+                else "rank 0, which hosts the store"
+            )
             msg = (
-                f"{where}, and the rendezvous store cannot be reached (the launcher or the node "
-                f"hosting MASTER_ADDR is gone), so the missing rank is unknown. Transport error: {err}"
+                f"{where}, and the rendezvous store cannot be reached: its host ({host}) is gone, "
+                f"so the missing rank is not known. Transport error: {err}"
             )
         else:
             msg = (
@@ -329,12 +335,6 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if opts is not None:
             gloo_opts.timeout = opts.timeout
         return self._work("barrier", self._gloo.barrier(gloo_opts), [])
-
-    def monitored_barrier(self, timeout=None, wait_all_ranks: bool = False) -> None:
-        """gloo's monitored barrier: raises naming the ranks that did not arrive in ``timeout``."""
-        if timeout is None:
-            timeout = self._timeout
-        self._gloo.monitored_barrier(timeout, wait_all_ranks)
 
     def _many(self, op: str, works: list[NeuronWork]) -> NeuronWork:
         """One handle over several of this group's works (each finishes its own copies)."""

@@ -2,10 +2,12 @@
 --monitor-interval long enough that the launcher does not kill the survivors
 first).
 
-1. Timeout honoured: on a new_group with a 3 s timeout, rank 0 all-reduces
+Usage: failure.py VICTIM [--no-timeout-phase]
+
+1. Timeout honoured (unless --no-timeout-phase): on a new_group with a 3 s timeout, rank 0 all-reduces
    alone (the others never join). Rank 0 prints ``TIMEOUT <seconds> <message>``.
 2. Dead rank: DDP trains a small model on the default group (timeout
-   ``PG_TIMEOUT_S``); in step 2, rank 1 SIGKILLs itself before backward. The
+   ``PG_TIMEOUT_S``); in step 2, rank VICTIM SIGKILLs itself before backward. The
    survivors' backward all-reduce must raise; each prints ``RAISED <seconds>
    <message>`` (seconds from entering backward to the exception) and exits 0.
 """
@@ -26,6 +28,7 @@ from common import init, say  # noqa: E402
 PG_TIMEOUT_S = 10.0
 DEV = init(timeout_s=PG_TIMEOUT_S)
 RANK = dist.get_rank()
+VICTIM = int(sys.argv[1])
 
 
 def one_line(err: BaseException) -> str:
@@ -54,7 +57,7 @@ def dead_rank() -> None:
     x = torch.randn(8, 16, device=DEV)
     for step in range(4):
         loss = model(x).square().mean()
-        if step == 2 and RANK == 1:
+        if step == 2 and RANK == VICTIM:
             os.kill(os.getpid(), signal.SIGKILL)
         if step == 2:
             time.sleep(0.5)  # the victim is dead before the survivors all-reduce
@@ -69,5 +72,6 @@ def dead_rank() -> None:
     say("RAISED none")
 
 
-timeout_honoured()
+if "--no-timeout-phase" not in sys.argv:
+    timeout_honoured()
 dead_rank()
