@@ -65,6 +65,11 @@ def stop() -> None:
 atexit.register(stop)
 
 
+def running() -> bool:
+    """True when this process publishes heartbeats (its default group is ``"neuron"``)."""
+    return _store is not None
+
+
 def missing_ranks(global_ranks: list[int], interval: float = INTERVAL_S) -> list[int] | None:
     """Global ranks among ``global_ranks`` whose heartbeat stopped.
 

@@ -134,6 +134,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
             f"'neuron' process group {self._name or '?'} (global ranks {self._global_ranks}), "
             f"on rank {me}: {op} failed"
         )
+        if not health.running():
+            return dist.DistBackendError(
+                f"{where} (the default group is not 'neuron', so no heartbeats tell which rank "
+                f"stopped; timeout {self._timeout.total_seconds():g} s). Transport error: {err}"
+            )
         missing = health.missing_ranks(self._global_ranks)
         if missing:
             names = ", ".join(str(r) for r in missing)
