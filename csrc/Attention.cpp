@@ -13,6 +13,7 @@
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
+#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <torch/library.h>
 
 namespace torch_neuronx {
@@ -43,25 +44,23 @@ int64_t neuron_sdp_choice(
                   key.size(1) != value.size(1))) {
     return kMath;
   }
-  std::optional<at::Tensor> mask_cpu;
-  if (attn_mask.has_value() && attn_mask->defined()) {
-    if (attn_mask->device().type() != kNeuron) {
-      return kMath;
-    }
-    mask_cpu = cpu_alias(*attn_mask);
-  }
-  at::Tensor q = cpu_alias(query);
-  at::Tensor k = cpu_alias(key);
-  at::Tensor v = cpu_alias(value);
-  if (grouped) {
-    // The choice only looks at metadata: expand (a view) suffices.
-    const int64_t rep = query.size(1) / key.size(1);
-    k = k.unsqueeze(2).expand({k.size(0), k.size(1), rep, k.size(2), k.size(3)}).flatten(1, 2);
-    v = v.unsqueeze(2).expand({v.size(0), v.size(1), rep, v.size(2), v.size(3)}).flatten(1, 2);
-  }
-  const int64_t cpu_choice =
-      at::_fused_sdp_choice(q, k, v, mask_cpu, dropout_p, is_causal, scale, false);
+  // PyTorch's CPU choice reads metadata only, so it runs on the neuron (or,
+  // under torch.compile, fake) tensors themselves.
+  const int64_t cpu_choice = at::native::_fused_sdp_choice_cpp(
+      query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   return cpu_choice == kFlash ? kOverrideable : kMath;
+}
+
+// The layout the meta kernels promise (torch/_meta_registrations.py): outputs
+// laid out like `like` (same stride order). torch.compile checks it.
+at::Tensor match_layout(const at::Tensor& result, const at::Tensor& like) {
+  if (like.is_non_overlapping_and_dense() ? result.strides() == like.strides()
+                                          : result.is_contiguous()) {
+    return result;
+  }
+  at::Tensor out = at::empty_like(like, like.options().dtype(result.scalar_type()));
+  out.copy_(result);
+  return out;
 }
 
 at::Tensor repeat_heads(const at::Tensor& t, int64_t rep) {
@@ -102,9 +101,16 @@ sdpa_overrideable(
   {
     RouteAllocationsTo route(device);
     const int64_t rep = query.size(1) / key.size(1);
+    at::Tensor q = cpu_alias(query);
     std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
-        cpu_alias(query), repeat_heads(cpu_alias(key), rep), repeat_heads(cpu_alias(value), rep),
+        q, repeat_heads(cpu_alias(key), rep), repeat_heads(cpu_alias(value), rep),
         dropout_p, is_causal, mask, scale);
+    if (value.size(-1) == query.size(-1)) {
+      out = match_layout(out, q);
+    } else if (query.is_contiguous()) {
+      out = out.contiguous();
+    }
+    lse = lse.contiguous();
   }
   const auto opts = query.options();
   return {
@@ -158,8 +164,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
         cpu_alias(grad_out), cpu_alias(query), repeat_heads(cpu_alias(key), rep),
         repeat_heads(cpu_alias(value), rep), cpu_alias(out), cpu_alias(logsumexp), dropout_p,
         is_causal, mask, scale);
-    gk = sum_heads(gk, kv_heads);
-    gv = sum_heads(gv, kv_heads);
+    gq = match_layout(gq, cpu_alias(query));
+    gk = match_layout(sum_heads(gk, kv_heads), cpu_alias(key));
+    gv = match_layout(sum_heads(gv, kv_heads), cpu_alias(value));
   }
   return {
       to_neuron_result(gq, device),

@@ -57,4 +57,17 @@ _autoload()
 
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
 
-__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops"]
+__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops", "nki_op", "wrap_nki"]
+
+
+def __getattr__(name):
+    # Lazy: nothing of NKI (NumPy, ml_dtypes, the simulator) is imported inside `import torch`.
+    if name in ("nki_op", "wrap_nki"):
+        from .nki import torch_op
+
+        return getattr(torch_op, name)
+    if name in ("nki", "kernels"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
