@@ -81,6 +81,17 @@ void free_accounted(void* ptr) {
   c10::free_cpu(ptr);
 }
 
+template <typename Fn>
+void for_each_stat(DeviceStats& st, Fn fn) {
+  for (auto* arr : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
+                    &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
+                    &st.inactive_split_bytes, &st.requested_bytes}) {
+    for (auto& stat : *arr) {
+      fn(stat);
+    }
+  }
+}
+
 thread_local c10::DeviceIndex t_route_device = -1;
 
 // ---------------------------------------------------------------- neuron
@@ -116,13 +127,7 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     DeviceStats& st = s.stats[device];
-    for (auto* arr : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
-                      &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
-                      &st.inactive_split_bytes, &st.requested_bytes}) {
-      for (auto& stat : *arr) {
-        stat.reset_accumulated();
-      }
-    }
+    for_each_stat(st, [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
     st.num_alloc_retries = 0;
     st.num_ooms = 0;
     st.num_device_alloc = 0;
@@ -132,14 +137,7 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     device = check_device(device);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    DeviceStats& st = s.stats[device];
-    for (auto* arr : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
-                      &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
-                      &st.inactive_split_bytes, &st.requested_bytes}) {
-      for (auto& stat : *arr) {
-        stat.reset_peak();
-      }
-    }
+    for_each_stat(s.stats[device], [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
   }
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
     device = check_device(device);

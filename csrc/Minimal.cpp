@@ -36,6 +36,21 @@ c10::DeviceIndex device_from(std::optional<c10::Device> device) {
   return check_device(device->index());
 }
 
+// Validates a factory call's options; returns the device index to allocate on.
+c10::DeviceIndex factory_device(
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TORCH_CHECK(
+      !layout.has_value() || *layout == c10::kStrided,
+      "neuron supports only strided (dense) tensors, got layout ", *layout,
+      ": NeuronCores have no sparse tensor support; keep sparse tensors on the CPU.");
+  TORCH_CHECK(
+      !pin_memory.value_or(false),
+      "pin_memory=True applies to CPU tensors only; neuron tensors live in device HBM");
+  return device_from(device);
+}
+
 at::Tensor empty_memory_format(
     c10::IntArrayRef size,
     std::optional<c10::ScalarType> dtype,
@@ -44,13 +59,7 @@ at::Tensor empty_memory_format(
     std::optional<bool> pin_memory,
     std::optional<c10::MemoryFormat> memory_format) {
   TRACK("aten::empty.memory_format");
-  TORCH_CHECK(
-      !layout.has_value() || *layout == c10::kStrided,
-      "neuron supports only strided (dense) tensors, got layout ", *layout);
-  TORCH_CHECK(
-      !pin_memory.value_or(false),
-      "pin_memory=True applies to CPU tensors only; neuron tensors live in device HBM");
-  const c10::DeviceIndex index = device_from(device);
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   return at::detail::empty_generic(
       size,
@@ -68,13 +77,7 @@ at::Tensor empty_strided(
     std::optional<c10::Device> device,
     std::optional<bool> pin_memory) {
   TRACK("aten::empty_strided");
-  TORCH_CHECK(
-      !layout.has_value() || *layout == c10::kStrided,
-      "neuron supports only strided (dense) tensors, got layout ", *layout);
-  TORCH_CHECK(
-      !pin_memory.value_or(false),
-      "pin_memory=True applies to CPU tensors only; neuron tensors live in device HBM");
-  const c10::DeviceIndex index = device_from(device);
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   return at::detail::empty_strided_generic(
       size,
