@@ -14,7 +14,9 @@ Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
 * ``NEURON_RT_ROOT_COMM_ID``, when absent, is ``<MASTER_ADDR>:<MASTER_PORT>``
   (the rank-0 host the Neuron runtime bootstraps collectives from; here gloo
   rendezvous through the c10d store at the same address).
-* More local processes than visible cores is an error naming both counts.
+* More local processes than visible cores is an error naming both counts, and
+  two ranks of one node driving the same core is an error naming the ranks
+  (:func:`claim_core`, checked through the store at ``init_process_group``).
 """
 from __future__ import annotations
 
