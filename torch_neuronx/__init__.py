@@ -50,6 +50,12 @@ def _autoload() -> None:
     )
     # Trainium's mixed precision is bf16: torch.autocast("neuron") defaults to it.
     torch.set_autocast_dtype("neuron", torch.bfloat16)
+    # c10d backend "neuron" for device neuron (imports no process group machinery).
+    from .distributed import register as _register_distributed
+
+    _register_distributed()
+    # The Dynamo backend "neuron" registers itself through the torch_dynamo_backends
+    # entry point when first used: nothing of Dynamo or Inductor loads here.
     _registered = True
 
 
@@ -57,16 +63,25 @@ _autoload()
 
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
 
-__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops", "nki_op", "wrap_nki"]
+_COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
+                "pad_batch_to_bucket")
+
+__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops", "nki_op", "wrap_nki",
+           *_COMPILE_API]
 
 
 def __getattr__(name):
-    # Lazy: nothing of NKI (NumPy, ml_dtypes, the simulator) is imported inside `import torch`.
+    # Lazy: nothing of NKI (NumPy, ml_dtypes, the simulator) or of the compile layer is
+    # imported inside `import torch`.
     if name in ("nki_op", "wrap_nki"):
         from .nki import torch_op
 
         return getattr(torch_op, name)
-    if name in ("nki", "kernels"):
+    if name in _COMPILE_API:
+        from . import compile as _compile
+
+        return getattr(_compile, name)
+    if name in ("nki", "kernels", "compile", "distributed"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -13,6 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="platform, chips, LNC, visible cores, HBM per core, memory in use")
+    from . import cache as _cache_cli
+
+    _cache_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="MiniLM embeddings + a Llama trained from scratch on neuron")
     demo.add_argument("--device", default="neuron", help="device to run on (default: neuron)")
     demo.add_argument("--steps", type=int, default=None, help="training steps (default: the demo's)")
@@ -33,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             from .demo import run_demo
 
             run_demo(device=args.device, steps=args.steps, quick=args.quick, out_dir=args.out)
+        elif args.command == "cache":
+            return _cache_cli.run(args)
     except TopologyError as err:
         print(f"torch-neuronx: {err}", file=sys.stderr)
         return 2
