@@ -77,4 +77,6 @@ def test_torchrun_ranks_drive_their_local_core():
 def test_two_ranks_on_one_core_is_an_error():
     proc = torchrun("rendezvous_env.py", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
     assert proc.returncode != 0
-    assert "RendezvousError: ranks [0, 1] all drive logical NeuronCore 0" in proc.stderr, report(proc)
+    # Both ranks raise; their stderr lines may interleave, so check the pieces.
+    assert "RendezvousError" in proc.stderr, report(proc)
+    assert "ranks [0, 1] all drive logical NeuronCore 0" in proc.stderr, report(proc)
