@@ -39,6 +39,12 @@ int64_t neuron_sdp_choice(
   if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) {
     return kMath;
   }
+  // Operands on other devices take the math path, whose ops raise PyTorch's
+  // same-device error.
+  if (key.device() != query.device() || value.device() != query.device() ||
+      (attn_mask.has_value() && attn_mask->defined() && attn_mask->device() != query.device())) {
+    return kMath;
+  }
   const bool grouped = query.size(1) != key.size(1);
   if (grouped && (!enable_gqa || key.size(1) == 0 || query.size(1) % key.size(1) != 0 ||
                   key.size(1) != value.size(1))) {
@@ -94,6 +100,12 @@ sdpa_overrideable(
   const c10::DeviceIndex device = check_device(query.device().index());
   std::optional<at::Tensor> mask;
   if (attn_bias.has_value() && attn_bias->defined()) {
+    TORCH_CHECK(
+        attn_bias->device() == query.device(),
+        "Expected all tensors to be on the same device, but found at least two devices, ",
+        query.device(), " and ", attn_bias->device(),
+        "! (when checking argument for argument 'attn_mask' in scaled_dot_product_attention). "
+        "Move the mask to the query's device.");
     mask = cpu_alias(*attn_bias);
   }
   at::Tensor out;

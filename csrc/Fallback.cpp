@@ -281,10 +281,6 @@ void neuron_fallback(
     impl->advance(static_cast<uint64_t>(call.max_numel));
   }
 
-  track_op(&op.schema(), op.operator_name(), call.host_fallback);
-  if (C10_UNLIKELY(call.host_fallback)) {
-    warn_host_fallback_dtype(at::kDouble, op.operator_name().name.c_str());
-  }
 
   {
     RouteAllocationsTo route(device);
@@ -307,7 +303,33 @@ void neuron_fallback(
       }
       value = std::move(out);
     }
+    // Results of a host-only dtype (e.g. fft's complex output) mark it too.
+    if (value.isTensor() && value.toTensor().defined() &&
+        is_host_fallback_dtype(value.toTensor().scalar_type())) {
+      call.host_fallback = true;
+    }
   }
+  track_op(&op.schema(), op.operator_name(), call.host_fallback);
+  if (C10_UNLIKELY(call.host_fallback)) {
+    warn_host_fallback_dtype(at::kDouble, op.operator_name().name.c_str());
+  }
+}
+
+// Sparse and nested layouts: NeuronCores have none, and the dispatcher's own
+// message ("Could not run ... 'Sparseneuron' backend ... Facebook employee")
+// does not say so.
+void unsupported_layout(
+    const c10::OperatorHandle& op,
+    c10::DispatchKeySet keys,
+    torch::jit::Stack* /*stack*/) {
+  const auto& n = op.operator_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false,
+      "neuron supports only dense (strided) tensors: ", n.name,
+      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ",
+      keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested" : "sparse",
+      " tensor on neuron. NeuronCores have no sparse or nested tensor support: keep such tensors on "
+      "the CPU, or convert them (.to_dense(), .to_padded_tensor()) before moving to neuron.");
 }
 
 // PyTorch registers the _foreach_* ops as CompositeExplicitAutograd loops,
@@ -358,6 +380,16 @@ struct RegisterForeachOps {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 
 static RegisterForeachOps g_register_foreach_ops;

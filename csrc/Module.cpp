@@ -44,6 +44,9 @@ PYBIND11_MODULE(_C, m) {
     d["capacity"] = c.capacity;
     return d;
   });
+  m.def("_set_memory_fraction", [](int index, double fraction) {
+    torch_neuronx::set_memory_fraction(static_cast<c10::DeviceIndex>(index), fraction);
+  });
   m.def("_memory_allocated", [](int index) {
     return torch_neuronx::memory_counters(static_cast<c10::DeviceIndex>(index)).allocated;
   });

@@ -17,6 +17,17 @@ std::atomic<bool> g_has_error{false};
 
 thread_local int t_current_device = -1;
 
+// torch.neuron.set_per_process_memory_fraction: share of a core's HBM this
+// process may use (1.0 = all of it).
+std::atomic<double> g_fraction[256];
+struct InitFractions {
+  InitFractions() {
+    for (auto& f : g_fraction) {
+      f = 1.0;
+    }
+  }
+} g_init_fractions;
+
 } // namespace
 
 void set_topology(
@@ -38,8 +49,17 @@ c10::DeviceIndex device_count() noexcept {
   return static_cast<c10::DeviceIndex>(g_device_count.load());
 }
 
-int64_t hbm_capacity(c10::DeviceIndex /*index*/) {
-  return g_hbm_bytes.load();
+int64_t hbm_capacity(c10::DeviceIndex index) {
+  const double fraction = index >= 0 && index < 256 ? g_fraction[index].load() : 1.0;
+  return static_cast<int64_t>(static_cast<double>(g_hbm_bytes.load()) * fraction);
+}
+
+void set_memory_fraction(c10::DeviceIndex index, double fraction) {
+  index = check_device(index);
+  TORCH_CHECK(
+      fraction > 0.0 && fraction <= 1.0,
+      "Invalid memory fraction ", fraction, ": it must be in (0, 1]");
+  g_fraction[index] = fraction;
 }
 
 const std::string& topology_description() {

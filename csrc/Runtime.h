@@ -28,6 +28,9 @@ c10::DeviceIndex device_count() noexcept;
 // HBM capacity of one logical core, in bytes.
 int64_t hbm_capacity(c10::DeviceIndex index);
 
+// Limits this process to `fraction` (0, 1] of core `index`'s HBM.
+void set_memory_fraction(c10::DeviceIndex index, double fraction);
+
 // One line describing the topology, used in error messages.
 const std::string& topology_description();
 

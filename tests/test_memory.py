@@ -98,3 +98,19 @@ def test_resize_and_out_variants_reallocate_on_device():
     torch.testing.assert_close(out.cpu(), a.cpu() @ a.cpu())
     out.resize_(3, 4)
     assert out.shape == (3, 4)
+
+
+def test_per_process_memory_fraction(py):
+    r = py("""
+        import torch
+        torch.neuron.set_per_process_memory_fraction(0.5)
+        print(torch.neuron.mem_get_info()[1])
+        try:
+            torch.empty(40 << 20, dtype=torch.uint8, device='neuron')
+        except torch.neuron.OutOfMemoryError:
+            print('OOM')
+        t = torch.empty(40 << 20, dtype=torch.uint8, device='neuron:1')
+        print('ok')
+    """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(32 << 20), "OOM", "ok"]

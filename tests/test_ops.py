@@ -134,3 +134,16 @@ def test_conv_and_complex():
     z = torch.randn(4, dtype=torch.complex64)
     torch.testing.assert_close((N(z) * N(z).conj()).cpu(), z * z.conj())
     torch.testing.assert_close(torch.fft.fft(N(torch.arange(8.0))).cpu(), torch.fft.fft(torch.arange(8.0)))
+
+
+def test_complex_results_count_as_fallback():
+    torch_neuronx.clear_op_tracking()
+    torch.fft.fft(N(torch.randn(8)))
+    assert torch_neuronx.get_fallback_ops().get("aten::_fft_r2c") == 1
+
+
+def test_sparse_layouts_get_a_clear_error():
+    with pytest.raises(NotImplementedError, match="only dense"):
+        torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2)).to("neuron")
+    with pytest.raises(RuntimeError, match="only dense"):
+        N(torch.eye(3)).to_sparse()

@@ -36,3 +36,11 @@ def test_dropout_and_mask_grad_use_math_path():
     m = torch.zeros(1, 1, 8, 8, device="neuron", requires_grad=True)
     F.scaled_dot_product_attention(q, q, q, attn_mask=m).sum().backward()
     assert m.grad is not None and m.grad.shape == m.shape
+
+
+@pytest.mark.parametrize("mask_device", ["cpu", "neuron:1"])
+def test_mask_on_another_device_is_an_error(mask_device):
+    q = torch.randn(1, 2, 16, 8, device="neuron")
+    mask = (torch.rand(16, 16) > 0.5).to(mask_device)
+    with pytest.raises(RuntimeError, match="same device"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mask)

@@ -71,3 +71,10 @@ def test_concurrent_host_to_device_copies_from_four_threads():
     for o, s in zip(out, src):
         assert o.device.type == "neuron" and torch.equal(o.cpu(), s.to(torch.bfloat16).float())
     assert torch.neuron.memory_allocated() - base == sum(o.numel() * 4 for o in out)
+
+
+def test_dataloader_workers_return_neuron_tensors():
+    ds = TensorDataset(torch.arange(8.0).view(4, 2).to("neuron"))
+    batches = list(DataLoader(ds, batch_size=2, num_workers=1, timeout=120))
+    assert all(b[0].device == torch.device("neuron:0") for b in batches)
+    assert torch.cat([b[0] for b in batches]).cpu().tolist() == torch.arange(8.0).view(4, 2).tolist()

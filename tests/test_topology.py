@@ -50,6 +50,8 @@ def test_parse_bytes(text, expected):
     ({"NEURON_RT_VISIBLE_CORES": "3-1"}, "NEURON_RT_VISIBLE_CORES"),
     ({"TORCH_NEURONX_HBM_PER_CORE": "lots"}, "TORCH_NEURONX_HBM_PER_CORE"),
     ({"LOCAL_RANK": "5"}, "LOCAL_RANK"),
+    ({"TORCH_NEURONX_HBM_PER_CORE": "1.5"}, "must be whole"),
+    ({"NEURON_RT_VISIBLE_CORES": "2,2"}, "more than once"),
 ])
 def test_bad_values_name_the_variable(env, needle):
     with pytest.raises(TopologyError, match=needle):

@@ -50,6 +50,10 @@ def _autoload() -> None:
     )
     # Trainium's mixed precision is bf16: torch.autocast("neuron") defaults to it.
     torch.set_autocast_dtype("neuron", torch.bfloat16)
+    # neuron tensors cross processes (DataLoader workers) as shared-memory copies.
+    from .device import sharing as _sharing
+
+    _sharing.register()
     # c10d backend "neuron" for device neuron (imports no process group machinery).
     from .distributed import register as _register_distributed
 

@@ -13,6 +13,9 @@ from .. import _C, _state
 from .._device_index import device_index
 from .memory import (
     empty_cache,
+    max_memory_cached,
+    memory_cached,
+    set_per_process_memory_fraction,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -127,13 +130,38 @@ def _is_in_bad_fork() -> bool:
     return False
 
 
+OutOfMemoryError = torch.OutOfMemoryError
+
+
+def ipc_collect() -> None:
+    """CUDA's IPC cleanup: nothing to collect (neuron tensors cross processes as copies)."""
+
+
+def is_current_stream_capturing() -> bool:
+    """False: there is no graph capture on neuron streams."""
+    return False
+
+
+def get_arch_list() -> list[str]:
+    """NeuronCore generations this build models (``TORCH_NEURONX_PLATFORM``)."""
+    return ["NeuronCore-v2", "NeuronCore-v3", "NeuronCore-v4"]
+
+
+def __getattr__(name: str):
+    raise AttributeError(
+        f"module 'torch.neuron' has no attribute '{name}' (torch-neuronx's software NeuronCore "
+        f"implements the CUDA-shaped functions listed in its README)"
+    )
+
+
 def is_fp8_supported() -> bool:
     """True: Trainium2/3 tensor engines take fp8 (e4m3, e5m2) inputs."""
     return True
 
 
 __all__ = [
-    "Event", "NeuronDeviceProperties", "Stream", "current_device", "current_stream",
+    "Event", "NeuronDeviceProperties", "OutOfMemoryError", "get_arch_list", "ipc_collect",
+    "is_current_stream_capturing", "max_memory_cached", "memory_cached", "set_per_process_memory_fraction", "Stream", "current_device", "current_stream",
     "default_generator", "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_amp_supported_dtype", "get_device_capability", "get_device_name", "get_device_properties",
     "get_rng_state", "get_rng_state_all", "init", "initial_seed", "is_available",

@@ -51,6 +51,27 @@ def reset_accumulated_memory_stats(device=None) -> None:
     torch._C._accelerator_resetAccumulatedStats(device_index(device))
 
 
+def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    """Caps this process's use of ``device``'s HBM at ``fraction`` (0, 1] of its capacity.
+
+    Allocations past the cap raise ``torch.OutOfMemoryError``, as with CUDA.
+
+    Raises:
+        RuntimeError: for a fraction outside (0, 1] or a bad device index.
+    """
+    _C._set_memory_fraction(device_index(device), float(fraction))
+
+
+def memory_cached(device=None) -> int:
+    """Deprecated CUDA name of :func:`memory_reserved`."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None) -> int:
+    """Deprecated CUDA name of :func:`max_memory_reserved`."""
+    return max_memory_reserved(device)
+
+
 def empty_cache() -> None:
     """Returns cached device memory to the system.
 
@@ -72,7 +93,7 @@ def memory_stats(device=None) -> "OrderedDict[str, Any]":
     index = device_index(device)
     stats = torch.accelerator.memory_stats(index)
     counters = _C._memory_counters(index)
-    stats["hbm_capacity_bytes"] = counters["capacity"]
+    stats["hbm_capacity_bytes"] = counters["capacity"]  # after set_per_process_memory_fraction
     stats["num_ooms"] = counters["num_ooms"]
     return OrderedDict(sorted(stats.items()))
 

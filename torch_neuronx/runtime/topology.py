@@ -100,7 +100,13 @@ def parse_bytes(text: str, variable: str = "TORCH_NEURONX_HBM_PER_CORE") -> int:
             f"{variable}={text!r} is not a size: use bytes or a number with a unit, "
             f"e.g. {variable}=64MiB, 2GiB or 1073741824"
         )
-    value = int(float(match.group(1)) * _UNITS[unit])
+    number = float(match.group(1))
+    if _UNITS[unit] == 1 and not number.is_integer():
+        raise TopologyError(
+            f"{variable}={text!r}: a plain number is a count of bytes and must be whole; "
+            f"add a unit, e.g. {variable}={match.group(1)}GiB"
+        )
+    value = int(number * _UNITS[unit])
     if value <= 0:
         raise TopologyError(f"{variable}={text!r} must be a positive size, e.g. 64MiB")
     return value
@@ -126,11 +132,15 @@ def parse_core_list(text: str, total: int, variable: str = "NEURON_RT_VISIBLE_CO
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise TopologyError(f"{variable}={text!r}: range {part!r} runs backwards; write {hi}-{lo}")
+        repeated = sorted(cores.intersection(range(lo, hi + 1)))
+        if repeated:
+            raise TopologyError(f"{variable}={text!r} names core(s) {repeated} more than once")
         cores.update(range(lo, hi + 1))
     bad = sorted(c for c in cores if c >= total)
     if bad:
+        shown = f"{bad[0]}-{bad[-1]}" if len(bad) > 4 else str(bad)
         raise TopologyError(
-            f"{variable}={text!r} names logical NeuronCore(s) {bad}, but the instance has only "
+            f"{variable}={text!r} names logical NeuronCore(s) {shown}, but the instance has only "
             f"{total} (ids 0-{total - 1}); raise TORCH_NEURONX_CHIPS or lower "
             f"NEURON_LOGICAL_NC_CONFIG to get more cores"
         )
