@@ -3,8 +3,9 @@
 
 ``import torch`` loads it (entry point group ``torch.backends``), so
 ``torch.ones(2, device="neuron")`` works with no import of ours. Import
-``torch_neuronx`` itself for its own API: op tracking and (``torch_neuronx.nki``)
-the NKI kernel language.
+``torch_neuronx`` itself for its own API: op tracking, ``max_memory``, the compile
+helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op`` and
+(``torch_neuronx.nki``) the NKI kernel language.
 """
 from __future__ import annotations
 
@@ -65,12 +66,11 @@ def _autoload() -> None:
 
 _autoload()
 
+from .device.max_memory import max_memory  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
-
-from .device.max_memory import max_memory  # noqa: E402
 
 __all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "wrap_nki",
            *_COMPILE_API]
