@@ -248,6 +248,22 @@ def graph_cache_key(gm: torch.fx.GraphModule, example_inputs, kind: str) -> str:
 
 # --- compiling one ATen graph ---------------------------------------------------------------
 
+def _compile_failed(what: str, graph_text: str, err: Exception, keep) -> None:
+    """The fallback policy for a graph that failed to compile.
+
+    Raises:
+        NeuronCompileError: with the graph and the reason, unless eager fallback is allowed
+            (``keep`` is the eager graph, TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0); then it
+            warns and records the fallback, and the caller runs ``keep`` eagerly.
+    """
+    if keep is None:
+        raise NeuronCompileError(failure_message(what, graph_text, err)) from err
+    warnings.warn(f"backend 'neuron' failed to compile the {what}: {type(err).__name__}: "
+                  f"{err}; running it eagerly (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)",
+                  CompileFallbackWarning, stacklevel=3)
+    metrics.record_fallback(what, f"{type(err).__name__}: {err}")
+
+
 @contextlib.contextmanager
 def _inductor_cache_dir():
     """Points Inductor's kernel cache at ``<neff cache>/inductor`` while we compile or load,
@@ -349,13 +365,7 @@ def _compile_aten_graph_patched(gm, example_inputs, kwargs):
     except Exception as err:
         if isinstance(err, NeuronCompileError):
             raise
-        what = f"{kind} graph of {function} (cache key {key[:16]})"
-        if keep is None:
-            raise NeuronCompileError(failure_message(what, aten_text, err)) from err
-        warnings.warn(f"backend 'neuron' failed to compile the {what}: {type(err).__name__}: "
-                      f"{err}; running it eagerly (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)",
-                      CompileFallbackWarning, stacklevel=2)
-        metrics.record_fallback(what, f"{type(err).__name__}: {err}")
+        _compile_failed(f"{kind} graph of {function} (cache key {key[:16]})", aten_text, err, keep)
         return _eager_callable(keep)
     finally:
         if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
@@ -416,13 +426,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any
     except NeuronCompileError:
         raise
     except Exception as err:
-        what = f"graph of {function}"
-        if keep is None:
-            raise NeuronCompileError(failure_message(what, dynamo_text, err)) from err
-        warnings.warn(f"backend 'neuron' failed to compile the {what}: {type(err).__name__}: "
-                      f"{err}; running it eagerly (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)",
-                      CompileFallbackWarning, stacklevel=2)
-        metrics.record_fallback(what, f"{type(err).__name__}: {err}")
+        _compile_failed(f"graph of {function}", dynamo_text, err, keep)
         return keep.forward
     finally:
         metrics.record_compile_time(time.perf_counter() - t0)
