@@ -15,6 +15,18 @@ void release_storage_ref(void* ctx) {
   c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
 }
 
+// Sizes, strides, offset and the conj/neg bits of `from` onto `to`.
+void copy_view_metadata(const at::Tensor& to, const at::Tensor& from) {
+  c10::TensorImpl* impl = to.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  if (from.is_conj()) {
+    impl->_set_conj(true);
+  }
+  if (from.is_neg()) {
+    impl->_set_neg(true);
+  }
+}
+
 } // namespace
 
 c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
@@ -33,14 +45,7 @@ c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
 at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
   auto alias = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  if (t.is_conj()) {
-    impl->_set_conj(true);
-  }
-  if (t.is_neg()) {
-    impl->_set_neg(true);
-  }
+  copy_view_metadata(alias, t);
   return alias;
 }
 
@@ -54,14 +59,7 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
       c10::Storage(neuron_storage),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       cpu_view.dtype());
-  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
-  impl->set_sizes_and_strides(cpu_view.sizes(), cpu_view.strides(), cpu_view.storage_offset());
-  if (cpu_view.is_conj()) {
-    impl->_set_conj(true);
-  }
-  if (cpu_view.is_neg()) {
-    impl->_set_neg(true);
-  }
+  copy_view_metadata(out, cpu_view);
   return out;
 }
 
