@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from _diffusers_common import (build_parser, byte_alphabet, check_args, enable_tensor_parallel, finish,
-                               init_distributed, run, seeded_build)
+from _diffusers_common import (DTYPES, build_parser, byte_alphabet, check_args, enable_tensor_parallel,
+                               finish, init_distributed, run, seeded_build)
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -75,18 +75,19 @@ def tiny_pipeline(seed: int):
                              tokenizer=tok, transformer=transformer)
 
 
-def pretrained_pipeline(model: str, tp: int):
-    """``QwenImagePipeline.from_pretrained(model)`` in fp32 on CPU. With ``tp`` > 1 the transformer is loaded
+def pretrained_pipeline(model: str, tp: int, dtype: torch.dtype):
+    """``QwenImagePipeline.from_pretrained(model)`` in ``dtype`` on CPU (loaded in that dtype, never
+    materialized in fp32 first). With ``tp`` > 1 the transformer is loaded
     first with ``parallel_config=TensorParallelConfig(tp_degree=tp)``, which makes every rank read only its
     own slice of the safetensors straight onto its NeuronCore."""
     from diffusers import QwenImagePipeline, QwenImageTransformer2DModel, TensorParallelConfig
 
     if tp == 1:
-        return QwenImagePipeline.from_pretrained(model, torch_dtype=torch.float32)
+        return QwenImagePipeline.from_pretrained(model, torch_dtype=dtype)
     transformer = QwenImageTransformer2DModel.from_pretrained(
-        model, subfolder="transformer", torch_dtype=torch.float32,
+        model, subfolder="transformer", torch_dtype=dtype,
         parallel_config=TensorParallelConfig(tp_degree=tp))
-    return QwenImagePipeline.from_pretrained(model, transformer=transformer, torch_dtype=torch.float32)
+    return QwenImagePipeline.from_pretrained(model, transformer=transformer, torch_dtype=dtype)
 
 
 def main(argv: list[str] | None = None):
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None):
                      f"got {args.height}x{args.width}")
     rank, device = init_distributed(args)
     if args.model:
-        pipe = pretrained_pipeline(args.model, args.tp)
+        pipe = pretrained_pipeline(args.model, args.tp, DTYPES[args.dtype])
     else:
         pipe = tiny_pipeline(args.seed)
         if args.tp > 1:
