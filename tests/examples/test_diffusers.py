@@ -11,6 +11,7 @@ random-weight pipeline (same seeded weights and CPU latents everywhere), reads t
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,9 @@ SCRIPTS = ["flux.py", "qwen_image.py"]
 def _env(tmp_path: Path) -> dict:
     # The repository root on the path: the examples import torch, whose autoload imports torch_neuronx.
     # A private compile cache: "--compile" must really compile, not read an earlier run's graphs.
-    return job_env({"PYTHONPATH": str(REPO), "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
+    # (The editable install's finder may point elsewhere; the checkout is what is under test.)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return job_env({"PYTHONPATH": path, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
 
 
 class _Job:
