@@ -305,6 +305,22 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(
   return {output, mask};
 }
 
+// Dense neuron and CPU tensors share one TensorImpl layout, so one can take the other's
+// metadata (`param.data = param.to("neuron")`). c10's built-in rule lists only in-tree
+// dense backends; without this, nn.Module.to("neuron") replaces every Parameter with a new
+// object — which unties tied weights (embeddings / lm_head) and breaks FSDP1's set_data.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  if (self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set())) {
+    return true;
+  }
+  auto dense = [](const at::Tensor& t) {
+    const auto device = t.device().type();
+    return t.layout() == at::kStrided && !t.is_nested() &&
+        (device == c10::DeviceType::CPU || device == c10::DeviceType::PrivateUse1);
+  };
+  return dense(self) && dense(from);
+}
+
 void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
   // Execution is synchronous on the software NeuronCore: nothing to extend.
 }
@@ -332,6 +348,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("native_dropout", native_dropout);
   m.impl("record_stream", record_stream);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
 // A conjugate or negative-bit copy would otherwise recurse between these keys

@@ -84,3 +84,25 @@ def test_autocast_rejects_unsupported_dtype():
     with pytest.warns(UserWarning, match="(?i)autocast"):
         with torch.autocast("neuron", dtype=torch.float64):
             pass
+
+
+def test_module_to_neuron_keeps_parameter_identity_and_tied_weights():
+    """nn.Module.to("neuron") moves parameters in place (param.data = ...), as for CUDA:
+    tied weights stay one Parameter and an optimizer built before the move still steps them."""
+    emb = torch.nn.Embedding(16, 8)
+    head = torch.nn.Linear(8, 16, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head)
+    before = model[0].weight
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.to("neuron")
+    assert model[0].weight is before and model[1].weight is before
+    assert before.device.type == "neuron"
+    assert len(list(model.parameters())) == 1
+    ids = torch.tensor([[1, 2, 3]], device="neuron")
+    model(ids).sum().backward()
+    old = before.detach().cpu().clone()
+    opt.step()
+    assert not torch.equal(old, before.detach().cpu())  # the optimizer's reference is the live weight
+    model.to("cpu")
+    assert model[1].weight is before and before.device.type == "cpu"
