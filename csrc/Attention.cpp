@@ -132,9 +132,11 @@ sdpa_overrideable(
       at::Tensor(),
       c10::SymInt(query.size(2)),
       c10::SymInt(key.size(2)),
-      at::empty({0}, opts.dtype(at::kLong)),
-      at::empty({0}, opts.dtype(at::kLong)),
-      at::empty({0}, opts)};
+      // 0-d philox seed/offset and no debug mask, as the meta kernel promises (Inductor
+      // asserts the sizes of every output of a compiled training graph).
+      at::empty({}, opts.dtype(at::kLong)),
+      at::empty({}, opts.dtype(at::kLong)),
+      at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(

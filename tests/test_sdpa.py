@@ -44,3 +44,17 @@ def test_mask_on_another_device_is_an_error(mask_device):
     mask = (torch.rand(16, 16) > 0.5).to(mask_device)
     with pytest.raises(RuntimeError, match="same device"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+def test_fused_sdpa_outputs_match_meta_shapes():
+    """Every output of the fused op has the meta kernel's shape and dtype (Inductor asserts
+    them in compiled training graphs): 0-d philox seed/offset, no debug mask."""
+    q = torch.randn(1, 2, 4, 8)
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    meta = op(q.to("meta"), q.to("meta"), q.to("meta"))
+    got = op(q.to("neuron"), q.to("neuron"), q.to("neuron"))
+    for m, g in zip(meta, got):
+        if isinstance(m, torch.Tensor):
+            assert isinstance(g, torch.Tensor) and g.shape == m.shape and g.dtype == m.dtype
+        else:
+            assert (m is None and g is None) or m == g
