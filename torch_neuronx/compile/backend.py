@@ -169,21 +169,27 @@ def _constants_meta(gm: torch.fx.GraphModule) -> dict[str, Any]:
     their values are baked into the compiled code."""
     import hashlib
 
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
     out = {}
-    for node in gm.graph.nodes:
-        if node.op != "get_attr":
-            continue
-        obj = gm
-        try:
-            for part in str(node.target).split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        if isinstance(obj, torch.Tensor):
-            data = obj.detach().cpu().contiguous()
-            digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest() \
-                if data.numel() and not data.is_meta else ""
-            out[str(node.target)] = _tensor_meta(obj) + [digest]
+    # AOTAutograd calls the inner compiler under its FakeTensorMode; a real constant (e.g. a
+    # cache's index tensor captured by Dynamo) must be read outside that mode.
+    with unset_fake_temporarily():
+        for node in gm.graph.nodes:
+            if node.op != "get_attr":
+                continue
+            obj = gm
+            try:
+                for part in str(node.target).split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                continue
+            if isinstance(obj, torch.Tensor):
+                digest = ""
+                if obj.numel() and not obj.is_meta and not isinstance(obj, FakeTensor):
+                    data = obj.detach().cpu().contiguous()
+                    digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest()
+                out[str(node.target)] = _tensor_meta(obj) + [digest]
     return out
 
 
