@@ -212,3 +212,20 @@ def test_backend_usable_right_after_import_torch(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "[3.0, 3.0, 3.0]"
+
+
+def test_graph_on_second_core_keeps_its_buffers_there():
+    """A graph whose inputs are on neuron:1, called while neuron:0 is current, allocates its
+    intermediates (addmm's out= buffer included) on neuron:1 and leaves the current core alone."""
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two NeuronCores")
+    torch._dynamo.reset()
+    lin = torch.nn.Linear(8, 8).to("neuron:1")
+    x = torch.randn(4, 8)
+    fn = torch.compile(lambda t: torch.relu(lin(t)) * 2, backend="neuron")
+    torch.neuron.set_device(0)
+    out = fn(x.to("neuron:1"))
+    assert out.device == torch.device("neuron:1")
+    assert torch.neuron.current_device() == 0
+    ref = torch.relu(torch.nn.functional.linear(x, lin.weight.cpu(), lin.bias.cpu())) * 2
+    torch.testing.assert_close(out.cpu(), ref)

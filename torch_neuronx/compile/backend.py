@@ -382,6 +382,37 @@ def _compile_aten_graph_patched(gm, example_inputs, kwargs):
 
 # --- the Dynamo backend ---------------------------------------------------------------------
 
+def _on_graph_core(compiled, example_inputs):
+    """Runs ``compiled`` with the current device set to the NeuronCore of its inputs.
+
+    Inductor's wrapper allocates buffers with ``device='neuron'`` (the current core) and emits
+    a device guard only for GPU types, so a graph whose inputs live on ``neuron:1`` would put
+    its intermediates on ``neuron:0``. Graphs with no neuron input, or whose inputs are on the
+    core already current, pay one C call per invocation.
+    """
+    from .. import _C
+
+    indices = {x.device.index for x in example_inputs
+               if isinstance(x, torch.Tensor) and x.device.type == "neuron"}
+    indices.discard(None)
+    if len(indices) != 1:
+        return compiled
+    (index,) = indices
+
+    def run(*args):
+        previous = _C._current_device()
+        if previous == index:
+            return compiled(*args)
+        _C._set_device(index)
+        try:
+            return compiled(*args)
+        finally:
+            _C._set_device(previous)
+
+    run._boxed_call = getattr(compiled, "_boxed_call", False)
+    return run
+
+
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
     """Dynamo backend ``"neuron"`` (``torch.compile(model, backend="neuron")``).
 
@@ -427,8 +458,9 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any
     keep = copy.deepcopy(gm) if fallback_execution_allowed() else None
     try:
         with functorch_config.patch(enable_autograd_cache=False):
-            return compile_fx(gm, example_inputs, inner_compile=_compile_aten_graph,
-                              config_patches=INDUCTOR_PATCHES)
+            compiled = compile_fx(gm, example_inputs, inner_compile=_compile_aten_graph,
+                                  config_patches=INDUCTOR_PATCHES)
+        return _on_graph_core(compiled, example_inputs)
     except NeuronCompileError:
         raise
     except Exception as err:
