@@ -1,0 +1,240 @@
+"""The checks of one architecture: CPU reference, then the same on ``neuron``.
+
+For a ``model_type`` of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``,
+:func:`check_architecture` builds the tiny model (:mod:`.tiny`) once on the CPU and runs:
+
+``generate``
+    Greedy ``generate`` (dynamic cache, eager) of ``new_tokens`` tokens from a fixed prompt on
+    the CPU, then on a copy moved to ``neuron``: tokens must be equal and every step's logits
+    within ``atol`` (default 1e-3, absolute).
+``compiled``
+    Greedy ``generate(cache_implementation="static")``. On the CPU with
+    ``disable_compile=True`` (the eager static-cache reference); on ``neuron`` transformers
+    compiles the decode step itself with ``CompileConfig(backend="neuron", dynamic=False)``
+    (its ``_default_compile_config``). Passes when the backend saw at least one graph and the
+    tokens equal the CPU reference (logits within ``atol``). If transformers declines to compile
+    the model (its own rule, e.g. Llama 4), the check is "skip".
+``train``
+    One training step: ``loss = model(input_ids, labels=input_ids).loss``, ``backward``, one
+    ``torch.optim.SGD`` step; loss within ``atol`` relative to max(1, |loss|) of the CPU loss and
+    every gradient within ``atol`` × max(1, max |g_cpu|).
+
+Each check's result is a :class:`Outcome`: ``"pass"``, ``"fail"`` (neuron differs or raises),
+``"cpu-fail"`` (the CPU reference itself raises: not counted against the device) or ``"skip"``.
+"""
+from __future__ import annotations
+
+import copy
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASS, FAIL, CPU_FAIL, SKIP = "pass", "fail", "cpu-fail", "skip"
+CHECKS = ("generate", "compiled", "train")
+
+
+@dataclass
+class Outcome:
+    """One check's result: ``status`` (pass/fail/cpu-fail/skip), ``reason`` (one line, empty
+    on pass) and ``max_diff`` (largest absolute logits/gradient difference seen, or None)."""
+
+    status: str
+    reason: str = ""
+    max_diff: float | None = None
+
+
+@dataclass
+class Report:
+    """All checks of one architecture; ``seconds`` is the wall time of the whole row (s)."""
+
+    model_type: str
+    model_class: str = ""
+    params: int = 0
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["outcomes"] = {k: asdict(v) for k, v in self.outcomes.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Report:
+        return cls(model_type=d["model_type"], model_class=d.get("model_class", ""), params=d.get("params", 0),
+                   outcomes={k: Outcome(**v) for k, v in d.get("outcomes", {}).items()},
+                   seconds=d.get("seconds", 0.0))
+
+
+def _reason(err: BaseException) -> str:
+    """One line naming the error and where in the library it was raised."""
+    msg = " ".join(str(err).split())[:220]
+    frames = traceback.extract_tb(err.__traceback__)
+    where = ""
+    for frame in reversed(frames):
+        if "/torch_neuronx/compat/" not in frame.filename:
+            where = f" [{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}]"
+            break
+    return f"{type(err).__name__}: {msg}{where}"
+
+
+def _generation_config(model, new_tokens: int):
+    from transformers import GenerationConfig
+
+    pad = getattr(model.config, "pad_token_id", None)
+    return GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, num_beams=1,
+                            output_logits=True, return_dict_in_generate=True,
+                            pad_token_id=pad if isinstance(pad, int) else 0)
+
+
+def _generate(model, input_ids, new_tokens: int, **kwargs):
+    """(tokens [1, prompt+new] int64 on CPU, logits [new, vocab] float32 on CPU)."""
+    import torch
+
+    device = next(model.parameters()).device
+    ids = input_ids.to(device)
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=_generation_config(
+        model, new_tokens), **kwargs)
+    logits = torch.stack([step[0].float().cpu() for step in out.logits])
+    return out.sequences.cpu(), logits
+
+
+def _compare_generation(ref, got, atol: float) -> Outcome:
+    import torch
+
+    (ref_tokens, ref_logits), (tokens, logits) = ref, got
+    finite = torch.isfinite(ref_logits) & torch.isfinite(logits)
+    diff = float((ref_logits - logits).abs()[finite].max()) if finite.any() else 0.0
+    if not torch.equal(torch.isfinite(ref_logits), torch.isfinite(logits)):
+        return Outcome(FAIL, "non-finite logits differ from the CPU's", diff)
+    if not torch.equal(ref_tokens, tokens):
+        first = int((ref_tokens != tokens).nonzero()[0, 1]) if ref_tokens.shape == tokens.shape else -1
+        return Outcome(FAIL, f"tokens differ from the CPU's at position {first} (logits max diff {diff:.2e})", diff)
+    if diff > atol:
+        return Outcome(FAIL, f"logits differ from the CPU's by {diff:.2e} > {atol:g}", diff)
+    return Outcome(PASS, "", diff)
+
+
+def _train_step(model, input_ids):
+    """(loss float, {name: grad on CPU}) after one SGD step of ``model`` in train mode."""
+    import torch
+
+    device = next(model.parameters()).device
+    model.train()
+    ids = input_ids.to(device)
+    loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
+    loss.backward()
+    grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    torch.optim.SGD(model.parameters(), lr=1e-2).step()
+    return float(loss.detach().cpu()), grads
+
+
+def _compare_train(ref, got, atol: float) -> Outcome:
+    (ref_loss, ref_grads), (loss, grads) = ref, got
+    if abs(ref_loss - loss) > atol * max(1.0, abs(ref_loss)):
+        return Outcome(FAIL, f"loss {loss:.6g} vs CPU {ref_loss:.6g}", abs(ref_loss - loss))
+    if set(ref_grads) != set(grads):
+        missing = sorted(set(ref_grads) ^ set(grads))[:3]
+        return Outcome(FAIL, f"gradients present on one device only: {missing}")
+    worst, worst_name = 0.0, ""
+    for name, g in ref_grads.items():
+        scale = max(1.0, float(g.abs().max())) if g.numel() else 1.0
+        d = float((g - grads[name]).abs().max()) / scale if g.numel() else 0.0
+        if d != d:  # NaN
+            return Outcome(FAIL, f"gradient of {name} is NaN on one device")
+        if d > worst:
+            worst, worst_name = d, name
+    if worst > atol:
+        return Outcome(FAIL, f"gradient of {worst_name} differs by {worst:.2e} (relative) > {atol:g}", worst)
+    return Outcome(PASS, "", worst)
+
+
+def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: int = 8, prompt_len: int = 8,
+                       atol: float = 1e-3, checks: tuple[str, ...] = CHECKS, seed: int = 0) -> Report:
+    """Runs the checks of one architecture (module docstring) and returns its :class:`Report`.
+
+    Args:
+        model_type: a key of ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``, e.g. ``"llama"``.
+        device: the device under test, e.g. ``"neuron"`` or ``"neuron:1"``.
+        new_tokens: tokens generated per run; prompt_len: prompt tokens (ids drawn from [3, vocab)).
+        atol: tolerance on logits (absolute) and on loss / gradients (relative to max(1, |ref|)).
+        checks: the subset of :data:`CHECKS` to run (others are reported "skip").
+        seed: seeds the weights and the prompt.
+
+    Never raises for a model's failure: each failure is an :class:`Outcome` with its reason.
+    """
+    import torch
+
+    start = time.perf_counter()
+    report = Report(model_type)
+    try:
+        from .tiny import tiny_model
+
+        cpu_model = tiny_model(model_type, seed=seed)
+        report.model_class = type(cpu_model).__name__
+        report.params = sum(p.numel() for p in cpu_model.parameters())
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        reason = f"building the tiny model: {_reason(err)}"
+        report.outcomes = {c: Outcome(CPU_FAIL, reason) for c in CHECKS}
+        report.seconds = time.perf_counter() - start
+        return report
+
+    vocab = cpu_model.get_output_embeddings().weight.shape[0] if cpu_model.get_output_embeddings() is not None \
+        else cpu_model.config.vocab_size
+    gen = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(3, max(4, min(vocab, 256)), (1, prompt_len), generator=gen)
+    pristine = copy.deepcopy(cpu_model.state_dict())
+
+    def on_device():
+        model = copy.deepcopy(cpu_model)
+        model.load_state_dict(pristine)
+        return model.to(device)
+
+    def run(name: str, reference, candidate, compare):
+        if name not in checks:
+            report.outcomes[name] = Outcome(SKIP, "not requested")
+            return
+        try:
+            ref = reference()
+        except Exception as err:  # noqa: BLE001
+            report.outcomes[name] = Outcome(CPU_FAIL, _reason(err))
+            return
+        try:
+            got = candidate()
+        except Exception as err:  # noqa: BLE001
+            report.outcomes[name] = Outcome(FAIL, _reason(err))
+            return
+        report.outcomes[name] = got if isinstance(got, Outcome) else compare(ref, got, atol)
+
+    run("generate",
+        lambda: _generate(cpu_model, input_ids, new_tokens),
+        lambda: _generate(on_device().eval(), input_ids, new_tokens),
+        _compare_generation)
+
+    def compiled_reference():
+        cpu_model.load_state_dict(pristine)
+        return _generate(cpu_model, input_ids, new_tokens, cache_implementation="static", disable_compile=True)
+
+    def compiled_candidate():
+        from ..compile import get_dynamo_metrics
+
+        model = on_device().eval()
+        before = get_dynamo_metrics()["graphs"]
+        try:
+            got = _generate(model, input_ids, new_tokens, cache_implementation="static")
+        finally:
+            torch._dynamo.reset()
+        if get_dynamo_metrics()["graphs"] == before:
+            return Outcome(SKIP, "transformers ran the static cache eagerly (it does not compile this model)")
+        return got
+
+    run("compiled", compiled_reference, compiled_candidate, _compare_generation)
+
+    def train_reference():
+        model = copy.deepcopy(cpu_model)
+        model.load_state_dict(pristine)
+        return _train_step(model, input_ids)
+
+    run("train", train_reference, lambda: _train_step(on_device(), input_ids), _compare_train)
+    report.seconds = time.perf_counter() - start
+    return report
