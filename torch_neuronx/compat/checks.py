@@ -179,8 +179,8 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         report.seconds = time.perf_counter() - start
         return report
 
-    vocab = cpu_model.get_output_embeddings().weight.shape[0] if cpu_model.get_output_embeddings() is not None \
-        else cpu_model.config.vocab_size
+    vocab = getattr(cpu_model.config, "vocab_size", None)
+    vocab = vocab if isinstance(vocab, int) and vocab > 4 else 256
     gen = torch.Generator().manual_seed(seed)
     input_ids = torch.randint(3, max(4, min(vocab, 256)), (1, prompt_len), generator=gen)
     pristine = copy.deepcopy(cpu_model.state_dict())

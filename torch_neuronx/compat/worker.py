@@ -36,7 +36,13 @@ def main() -> int:
         model_type = line.strip()
         if not model_type:
             continue
-        report = check_architecture(model_type, device=device, **options)
+        try:
+            report = check_architecture(model_type, device=device, **options)
+        except Exception as err:  # noqa: BLE001 - a bug of the harness itself: report, keep serving
+            from .checks import CHECKS, FAIL, Outcome, Report
+
+            report = Report(model_type, outcomes={c: Outcome(FAIL, f"compat harness error: {err!r}"[:300])
+                                                  for c in CHECKS})
         torch._dynamo.reset()
         out.write(MARK + json.dumps(report.to_dict()) + "\n")
     return 0

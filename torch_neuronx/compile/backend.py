@@ -187,7 +187,7 @@ def _constants_meta(gm: torch.fx.GraphModule) -> dict[str, Any]:
             if isinstance(obj, torch.Tensor):
                 digest = ""
                 if obj.numel() and not obj.is_meta and not isinstance(obj, FakeTensor):
-                    data = obj.detach().cpu().contiguous()
+                    data = obj.detach().cpu().contiguous().reshape(-1)  # 0-d tensors cannot be viewed as bytes
                     digest = hashlib.sha256(data.view(torch.uint8).numpy().tobytes()).hexdigest()
                 out[str(node.target)] = _tensor_meta(obj) + [digest]
     return out
