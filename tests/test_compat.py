@@ -1,0 +1,88 @@
+"""`torch-neuronx compat`: tiny configs keep each architecture's character, the checks compare
+against the CPU (and can fail), the report counts as the acceptance says, and the command
+writes its table."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+from torch_neuronx.compat import report as rpt
+from torch_neuronx.compat.checks import CPU_FAIL, FAIL, PASS, SKIP, Outcome, Report, check_architecture
+from torch_neuronx.compat.tiny import tiny_config, tiny_model
+
+
+@pytest.mark.parametrize("model_type, kinds", [
+    ("gemma3_text", {"sliding_attention", "full_attention"}),
+    ("qwen3_next", {"linear_attention", "full_attention"}),
+])
+def test_tiny_config_keeps_every_layer_type(model_type, kinds):
+    default = CONFIG_MAPPING[model_type]()
+    assert set(default.layer_types) == kinds and len(default.layer_types) > 4
+    cfg = tiny_config(CONFIG_MAPPING[model_type])
+    assert set(cfg.layer_types) == kinds
+    assert cfg.num_hidden_layers == len(cfg.layer_types) == len(kinds)
+    assert cfg.hidden_size <= 64 and cfg.vocab_size == 256
+
+
+def test_tiny_moe_keeps_experts_small():
+    model = tiny_model("qwen3_moe")
+    cfg = model.config
+    assert cfg.num_experts == 4 and cfg.num_experts_per_tok == 2 and cfg.num_hidden_layers == 2
+    assert sum(p.numel() for p in model.parameters()) < 500_000
+
+
+def test_check_architecture_passes_llama_and_can_fail():
+    ok = check_architecture("llama", checks=("generate", "train"))
+    assert ok.outcomes["generate"].status == PASS and ok.outcomes["generate"].max_diff <= 1e-3
+    assert ok.outcomes["train"].status == PASS
+    assert ok.outcomes["compiled"].status == SKIP
+    # A negative tolerance cannot be met: the comparison is real, not a formality.
+    strict = check_architecture("llama", checks=("generate",), atol=-1.0)
+    assert strict.outcomes["generate"].status == FAIL
+    assert "logits differ" in strict.outcomes["generate"].reason
+
+
+def test_rates_leave_cpu_failures_out():
+    def rep(name, g, c, t="pass"):
+        return Report(name, outcomes={"generate": Outcome(g), "compiled": Outcome(c), "train": Outcome(t)})
+
+    reports = [rep("a", PASS, PASS), rep("b", PASS, FAIL), rep("c", FAIL, CPU_FAIL),
+               rep("d", CPU_FAIL, CPU_FAIL, CPU_FAIL), rep("e", PASS, SKIP)]
+    r = rpt.rates(reports)
+    assert (r["generate"].passed, r["generate"].counted) == (3, 4)
+    assert (r["compiled"].passed, r["compiled"].counted) == (1, 2)
+    assert [x.model_type for x in rpt.cpu_failures(reports)] == ["d"]
+    assert not rpt.meets_thresholds(reports)
+    assert rpt.meets_thresholds([rep("a", PASS, PASS), rep("d", CPU_FAIL, CPU_FAIL, CPU_FAIL)])
+    md = rpt.to_markdown(reports)
+    assert "Failing on CPU itself (1" in md and "| d |" in md
+
+
+def test_compat_command_writes_the_table(tmp_path):
+    """The command on a few architectures: a dense model, a hybrid sliding/full attention model
+    whose static cache compiles with a captured constant, an MoE, a GPT-2 style model with tied
+    weights, and one that fails on the CPU itself."""
+    names = ["llama", "gemma3_text", "qwen3_moe", "gpt2", "xlstm"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--only", ",".join(names), "--jobs", "2",
+         "--out", str(tmp_path / "out"), "--no-progress"],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(tmp_path / "out" / "compat.csv") as f:
+        table = {row["architecture"]: row for row in csv.DictReader(f)}
+    assert set(table) == set(names)
+    for name in names[:-1]:
+        assert (table[name]["generate"], table[name]["compiled"], table[name]["train"]) == ("pass",) * 3, table[name]
+        assert float(table[name]["generate_max_diff"]) <= 1e-3
+    assert table["xlstm"]["generate"] == "cpu-fail" and table["xlstm"]["generate_reason"]
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert summary.startswith("compat: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%)")
+    assert "1 fail on CPU itself" in summary
+    assert (tmp_path / "out" / "compat.md").read_text().startswith("**compat: generate 4/4")
