@@ -150,13 +150,17 @@ def _compare_train(ref, got, atol: float) -> Outcome:
 
 
 def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: int = 8, prompt_len: int = 8,
-                       atol: float = 1e-3, checks: tuple[str, ...] = CHECKS, seed: int = 0) -> Report:
+                       atol: float = 1e-3, checks: tuple[str, ...] = CHECKS, seed: int = 0,
+                       compiled_tokens: int = 4) -> Report:
     """Runs the checks of one architecture (module docstring) and returns its :class:`Report`.
 
     Args:
         model_type: a key of ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``, e.g. ``"llama"``.
         device: the device under test, e.g. ``"neuron"`` or ``"neuron:1"``.
-        new_tokens: tokens generated per run; prompt_len: prompt tokens (ids drawn from [3, vocab)).
+        new_tokens: tokens generated per eager run; prompt_len: prompt tokens (ids drawn from [3, vocab)).
+        compiled_tokens: tokens of the static-cache runs (default 4: the first decode step compiles,
+            the next ones reuse the graph; models without a KV cache recompile at every new length,
+            as static shapes require, so fewer tokens bound their compile time).
         atol: tolerance on logits (absolute) and on loss / gradients (relative to max(1, |ref|)).
         checks: the subset of :data:`CHECKS` to run (others are reported "skip").
         seed: seeds the weights and the prompt.
@@ -213,7 +217,7 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
 
     def compiled_reference():
         cpu_model.load_state_dict(pristine)
-        return _generate(cpu_model, input_ids, new_tokens, cache_implementation="static", disable_compile=True)
+        return _generate(cpu_model, input_ids, compiled_tokens, cache_implementation="static", disable_compile=True)
 
     def compiled_candidate():
         from ..compile import get_dynamo_metrics
@@ -221,7 +225,7 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         model = on_device().eval()
         before = get_dynamo_metrics()["graphs"]
         try:
-            got = _generate(model, input_ids, new_tokens, cache_implementation="static")
+            got = _generate(model, input_ids, compiled_tokens, cache_implementation="static")
         finally:
             torch._dynamo.reset()
         if get_dynamo_metrics()["graphs"] == before:
