@@ -64,10 +64,9 @@ def wrap(mode: str, model: torch.nn.Module) -> torch.nn.Module:
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
-        # The module moves to neuron first: FSDP1 would move a CPU module with
-        # `param.data = param.to(device)`, which PyTorch only allows between its
-        # built-in dense backends (TensorImpl::has_compatible_shallow_copy_type).
-        return FSDP(model.to(DEV), device_id=DEV, auto_wrap_policy=ModuleWrapPolicy({LlamaDecoderLayer}),
+        # A CPU module, as users pass it: FSDP1 moves it with `param.data = param.to(device)`
+        # (allowed because neuron overrides _has_compatible_shallow_copy_type).
+        return FSDP(model, device_id=DEV, auto_wrap_policy=ModuleWrapPolicy({LlamaDecoderLayer}),
                     use_orig_params=True)
     from torch.distributed.device_mesh import init_device_mesh
 
