@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from . import cache, debug, inductor_device, metrics
+from .decompositions import decomposition_table
 from .fallback import (
     CompileFallbackWarning,
     DynamicShapeError,
@@ -459,7 +460,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any
     try:
         with functorch_config.patch(enable_autograd_cache=False):
             compiled = compile_fx(gm, example_inputs, inner_compile=_compile_aten_graph,
-                                  config_patches=INDUCTOR_PATCHES)
+                                  config_patches=INDUCTOR_PATCHES, decompositions=decomposition_table())
         return _on_graph_core(compiled, example_inputs)
     except NeuronCompileError:
         raise
