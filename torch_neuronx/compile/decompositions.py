@@ -6,10 +6,11 @@ When activation checkpointing recomputes it in the backward, AOTAutograd's parti
 every such op in ``torch._prims.rng_prims.run_and_save_rng_state`` / ``run_with_rng_state``,
 whose device table is CUDA/CPU/HPU/XPU only — so a compiled training step with SDPA and gradient
 checkpointing (TRL's defaults with ``torch_compile=True``) failed with "Backend not supported for
-neuron". Without dropout the op is deterministic: in compiled graphs it is written as its math
+neuron". Without dropout the op is deterministic: in compiled training graphs it is written as its math
 (scaled scores in float32, causal/bias mask, log-sum-exp, softmax, weighted values), which
-carries no RNG tag and which Inductor fuses into its own kernels. With dropout the op is kept
-(``NotImplemented``) and follows PyTorch's RNG handling.
+carries no RNG tag and which Inductor fuses into its own kernels. Inference graphs (no input
+requires grad) keep the fused kernel; with dropout the op is kept (``NotImplemented``) and
+follows PyTorch's RNG handling.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def _fused_attention_math(query, key, value, attn_bias=None, dropout_p=0.0, is_c
     """
     if dropout_p != 0.0 or return_debug_mask:
         return NotImplemented
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))):
+        return NotImplemented  # inference graphs: nothing is recomputed, keep the fused kernel
     hq, hk = query.shape[1], key.shape[1]
     if hq != hk:
         key = key.repeat_interleave(hq // hk, dim=1)
