@@ -90,7 +90,10 @@ EXTRA: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
     "lfm2_moe": {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1},
     "recurrent_gemma": {"num_hidden_layers": 3},  # block_types: recurrent, recurrent, attention
-    "falcon_h1": {"mamba_n_heads": 16, "mamba_d_head": 8},
+    "falcon_h1": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128},
+    # the shared transformer block is tied across hybrid layers: keep two of them
+    "zamba": {"layer_types": ["linear_attention", "hybrid", "hybrid"]},
+    "zamba2": {"layer_types": ["linear_attention", "hybrid", "hybrid"], "hybrid_layer_ids": [1, 2]},
     "mamba2": {"num_heads": 8, "head_dim": 16},
     "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
     "xlnet": {"d_head": 16},
@@ -235,6 +238,8 @@ def tiny_config(config_class, **extra):
         kwargs[name] = type(sub)(**{k: v for k, v in merged.items() if k not in ("transformers_version",)}) \
             if _rebuildable(sub) else _apply(copy.deepcopy(sub), sub_kwargs)
     kwargs.update(extra)
+    if isinstance(extra.get("layer_types"), list) and "num_hidden_layers" not in extra:
+        kwargs["num_hidden_layers"] = len(extra["layer_types"])
     try:
         return config_class(**kwargs)
     except TypeError:
