@@ -129,6 +129,21 @@ def enable_tensor_parallel(transformer: torch.nn.Module, tp: int) -> None:
     transformer.enable_parallelism(config=TensorParallelConfig(tp_degree=tp))
 
 
+def pretrained_pipeline(pipeline_class, transformer_class, model: str, tp: int, dtype: torch.dtype):
+    """``pipeline_class.from_pretrained(model)`` in ``dtype`` on CPU (loaded in that dtype, never
+    materialized in fp32 first). With ``tp`` > 1 the transformer (``transformer_class``) is loaded
+    first with ``parallel_config=TensorParallelConfig(tp_degree=tp)``, which makes every rank read only its
+    own slice of the safetensors straight onto its NeuronCore."""
+    from diffusers import TensorParallelConfig
+
+    if tp == 1:
+        return pipeline_class.from_pretrained(model, torch_dtype=dtype)
+    transformer = transformer_class.from_pretrained(
+        model, subfolder="transformer", torch_dtype=dtype,
+        parallel_config=TensorParallelConfig(tp_degree=tp))
+    return pipeline_class.from_pretrained(model, transformer=transformer, torch_dtype=dtype)
+
+
 def seeded_build(seed: int, fn: Callable[[], torch.nn.Module]) -> torch.nn.Module:
     """``fn()`` under ``torch.manual_seed(seed)`` on CPU in fp32, in eval mode: the same bits on every run,
     device and rank, so CPU, single-core neuron and every TP rank start from identical weights."""

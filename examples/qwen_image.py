@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from _diffusers_common import (DTYPES, build_parser, byte_alphabet, check_args, enable_tensor_parallel,
-                               finish, init_distributed, run, seeded_build)
+                               finish, init_distributed, pretrained_pipeline, run, seeded_build)
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -75,21 +75,6 @@ def tiny_pipeline(seed: int):
                              tokenizer=tok, transformer=transformer)
 
 
-def pretrained_pipeline(model: str, tp: int, dtype: torch.dtype):
-    """``QwenImagePipeline.from_pretrained(model)`` in ``dtype`` on CPU (loaded in that dtype, never
-    materialized in fp32 first). With ``tp`` > 1 the transformer is loaded
-    first with ``parallel_config=TensorParallelConfig(tp_degree=tp)``, which makes every rank read only its
-    own slice of the safetensors straight onto its NeuronCore."""
-    from diffusers import QwenImagePipeline, QwenImageTransformer2DModel, TensorParallelConfig
-
-    if tp == 1:
-        return QwenImagePipeline.from_pretrained(model, torch_dtype=dtype)
-    transformer = QwenImageTransformer2DModel.from_pretrained(
-        model, subfolder="transformer", torch_dtype=dtype,
-        parallel_config=TensorParallelConfig(tp_degree=tp))
-    return QwenImagePipeline.from_pretrained(model, transformer=transformer, torch_dtype=dtype)
-
-
 def main(argv: list[str] | None = None):
     """Parses the command line, builds the pipeline, runs it and returns the image
     (float32 ``(1, H, W, 3)`` in [0, 1]). Exits with status 2 on bad options (see ``check_args``)."""
@@ -101,7 +86,9 @@ def main(argv: list[str] | None = None):
                      f"got {args.height}x{args.width}")
     rank, device = init_distributed(args)
     if args.model:
-        pipe = pretrained_pipeline(args.model, args.tp, DTYPES[args.dtype])
+        from diffusers import QwenImagePipeline, QwenImageTransformer2DModel
+
+        pipe = pretrained_pipeline(QwenImagePipeline, QwenImageTransformer2DModel, args.model, args.tp, DTYPES[args.dtype])
     else:
         pipe = tiny_pipeline(args.seed)
         if args.tp > 1:
