@@ -29,6 +29,10 @@ SHRINK: dict[str, Any] = {
     "head_dim": 16,
     "max_position_embeddings": 256,
     "rotary_dim": 8,
+    # Gemma 3n / Gemma 4 per-layer input embeddings and KV sharing across layers
+    "vocab_size_per_layer_input": 256,
+    "hidden_size_per_layer_input": 16,
+    "num_kv_shared_layers": 0,
     # encoder-decoder families used as decoders (BART, Marian, Whisper, ...)
     "d_model": 64,
     "encoder_layers": 2,
@@ -237,9 +241,7 @@ def tiny_config(config_class, **extra):
         sub_kwargs = _overrides(sub)
         if "num_hidden_layers" in sub_kwargs and "layer_types" not in sub_kwargs and _known(sub, "layer_types"):
             sub_kwargs["layer_types"] = None  # a single-type list re-derives for the new depth
-        merged = {**sub.to_dict(), **sub_kwargs}
-        kwargs[name] = type(sub)(**{k: v for k, v in merged.items() if k not in ("transformers_version",)}) \
-            if _rebuildable(sub) else _apply(copy.deepcopy(sub), sub_kwargs)
+        kwargs[name] = _shrunk_sub_config(sub, sub_kwargs)
     kwargs.update(extra)
     if isinstance(extra.get("layer_types"), list) and "num_hidden_layers" not in extra:
         kwargs["num_hidden_layers"] = len(extra["layer_types"])
@@ -250,12 +252,17 @@ def tiny_config(config_class, **extra):
         return _apply(config_class(), kwargs)
 
 
-def _rebuildable(sub) -> bool:
-    try:
-        type(sub)(**{k: v for k, v in sub.to_dict().items() if k != "transformers_version"})
-        return True
-    except Exception:  # noqa: BLE001 - any failure means: set attributes instead
-        return False
+def _shrunk_sub_config(sub, sub_kwargs: dict[str, Any]):
+    """A sub-config rebuilt with ``sub_kwargs``: from its own values when they still validate,
+    else from its class defaults (its per-layer tables may name layers the tiny depth lacks),
+    else by setting the attributes on a copy."""
+    merged = {k: v for k, v in {**sub.to_dict(), **sub_kwargs}.items() if k != "transformers_version"}
+    for build in (lambda: type(sub)(**merged), lambda: type(sub)(**sub_kwargs)):
+        try:
+            return build()
+        except Exception:  # noqa: BLE001 - try the next way
+            continue
+    return _apply(copy.deepcopy(sub), sub_kwargs)
 
 
 def _apply(config, kwargs: dict[str, Any]):
