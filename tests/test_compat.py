@@ -41,10 +41,30 @@ def test_check_architecture_passes_llama_and_can_fail():
     assert ok.outcomes["generate"].status == PASS and ok.outcomes["generate"].max_diff <= 1e-3
     assert ok.outcomes["train"].status == PASS
     assert ok.outcomes["compiled"].status == SKIP
-    # A negative tolerance cannot be met: the comparison is real, not a formality.
-    strict = check_architecture("llama", checks=("generate",), atol=-1.0)
-    assert strict.outcomes["generate"].status == FAIL
-    assert "logits differ" in strict.outcomes["generate"].reason
+    with pytest.raises(ValueError, match="atol"):
+        check_architecture("llama", checks=("generate",), atol=-1.0)
+
+
+def test_comparisons_fail_on_a_logit_or_token_difference():
+    """The comparison is real: 2e-3 on one logit, or one different token, fails the check."""
+    import torch
+
+    from torch_neuronx.compat.checks import _compare_generation, _compare_train
+
+    tokens, logits = torch.tensor([[5, 6, 7]]), torch.randn(2, 10)
+    assert _compare_generation((tokens, logits), (tokens.clone(), logits.clone()), 1e-3).status == PASS
+    bumped = logits.clone()
+    bumped[1, 3] += 2e-3
+    out = _compare_generation((tokens, logits), (tokens, bumped), 1e-3)
+    assert out.status == FAIL and "logits differ" in out.reason and out.max_diff > 1e-3
+    other = tokens.clone()
+    other[0, 2] = 8
+    out = _compare_generation((tokens, logits), (other, logits), 1e-3)
+    assert out.status == FAIL and "position 2" in out.reason
+    grads = {"w": torch.ones(3)}
+    assert _compare_train((1.0, grads), (1.0, {"w": torch.ones(3)}), 1e-3).status == PASS
+    assert _compare_train((1.0, grads), (1.0, {"w": torch.ones(3) * 1.01}), 1e-3).status == FAIL
+    assert _compare_train((1.0, grads), (1.01, grads), 1e-3).status == FAIL
 
 
 def test_rates_leave_cpu_failures_out():
@@ -83,6 +103,50 @@ def test_compat_command_writes_the_table(tmp_path):
         assert float(table[name]["generate_max_diff"]) <= 1e-3
     assert table["xlstm"]["generate"] == "cpu-fail" and table["xlstm"]["generate_reason"]
     summary = proc.stdout.strip().splitlines()[-1]
-    assert summary.startswith("compat: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%)")
+    assert summary.startswith("compat: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%) · train")
     assert "1 fail on CPU itself" in summary
     assert (tmp_path / "out" / "compat.md").read_text().startswith("**compat: generate 4/4")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", ""], "names no architecture"),
+    (["--only", "llama", "--new-tokens", "0"], "--new-tokens must be at least 1"),
+    (["--only", "llama", "--atol", "-1"], "--atol must be"),
+    (["--only", "llama", "--timeout", "0"], "--timeout must be"),
+    (["--only", "llama", "--checks", "generate,bogus"], "unknown check"),
+    (["--only", "no_such_arch"], "not causal-LM architectures"),
+])
+def test_compat_command_rejects_bad_arguments_before_running(args, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "torch_neuronx.cli.main", "compat", *args,
+                           "--out", str(tmp_path / "out"), "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "out" / "compat.csv").exists()
+
+
+def test_compat_command_checks_the_output_folder_first(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--only", "llama",
+                           "--out", str(blocker), "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "cannot write there" in proc.stderr, proc.stderr[-2000:]
+    assert "architecture" not in proc.stdout  # nothing ran
+
+
+def test_run_compat_rejects_unknown_options_and_duplicates():
+    from torch_neuronx.compat import run_compat
+
+    with pytest.raises(ValueError, match="unknown options"):
+        run_compat(["gpt2"], options={"bogus": 1}, progress=False)
+    with pytest.raises(ValueError, match="listed twice"):
+        run_compat(["gpt2", "gpt2"], progress=False)
+    with pytest.raises(ValueError, match="new_tokens"):
+        run_compat(["gpt2"], options={"new_tokens": 0}, progress=False)
+
+
+def test_summary_says_which_checks_did_not_run():
+    reports = [Report("a", outcomes={"generate": Outcome(PASS), "compiled": Outcome(SKIP, "not requested"),
+                                     "train": Outcome(SKIP, "not requested")})]
+    line = rpt.summary_line(reports)
+    assert "compiled static-cache generate not run" in line and "train step not run" in line
+    assert line.endswith("1 architecture")

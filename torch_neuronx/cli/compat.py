@@ -38,12 +38,34 @@ def run(args) -> int:
     if args.list:
         print("\n".join(every))
         return 0
-    names = every if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
-    checks = tuple(c.strip() for c in args.checks.split(",") if c.strip())
+    def fail(message: str) -> int:
+        print(f"torch-neuronx compat: {message}", file=sys.stderr)
+        return 2
+
+    if args.only is not None:
+        names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))
+        if not names:
+            return fail("--only names no architecture (see --list)")
+    else:
+        names = every
+    checks = tuple(dict.fromkeys(c.strip() for c in args.checks.split(",") if c.strip()))
     bad = [c for c in checks if c not in CHECKS]
     if bad or not checks:
-        print(f"torch-neuronx compat: unknown check(s) {bad}; choose from {', '.join(CHECKS)}", file=sys.stderr)
-        return 2
+        return fail(f"unknown check(s) {bad}; choose from {', '.join(CHECKS)}")
+    if args.new_tokens < 1:
+        return fail(f"--new-tokens must be at least 1, got {args.new_tokens}")
+    if not args.atol >= 0:
+        return fail(f"--atol must be ≥ 0, got {args.atol}")
+    if not args.timeout > 0:
+        return fail(f"--timeout must be > 0 seconds, got {args.timeout}")
+    out = Path(args.out)
+    try:  # before the run: a typo must not cost the results of a 10-minute run
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".compat-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        return fail(f"--out {out}: cannot write there ({err.strerror or err}); choose a writable folder")
     start = time.perf_counter()
     try:
         reports = run_compat(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
@@ -53,8 +75,6 @@ def run(args) -> int:
         return 2
     seconds = time.perf_counter() - start
     print(rpt.to_text(reports))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "compat.csv").write_text(rpt.to_csv(reports))
     (out / "compat.md").write_text(rpt.to_markdown(reports, seconds))
     print(f"\nwrote {out / 'compat.csv'} and {out / 'compat.md'}")

@@ -165,10 +165,20 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         checks: the subset of :data:`CHECKS` to run (others are reported "skip").
         seed: seeds the weights and the prompt.
 
-    Never raises for a model's failure: each failure is an :class:`Outcome` with its reason.
+    Raises:
+        ValueError: a size < 1, a negative ``atol`` or an unknown check (the caller's mistake).
+        Never for a model's failure: each failure is an :class:`Outcome` with its reason.
     """
     import torch
 
+    if new_tokens < 1 or compiled_tokens < 1 or prompt_len < 1:
+        raise ValueError(f"new_tokens, compiled_tokens and prompt_len must be ≥ 1, got "
+                         f"{new_tokens}, {compiled_tokens}, {prompt_len}")
+    if not atol >= 0:
+        raise ValueError(f"atol must be ≥ 0, got {atol}")
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown checks {unknown}; choose from {CHECKS}")
     start = time.perf_counter()
     report = Report(model_type)
     try:

@@ -52,13 +52,28 @@ def meets_thresholds(reports: list[Report]) -> bool:
     return all(r[check].ratio >= need for check, need in THRESHOLDS.items())
 
 
+LABELS = {"generate": "generate", "compiled": "compiled static-cache generate", "train": "train step"}
+
+
 def summary_line(reports: list[Report], seconds: float | None = None) -> str:
-    """One line: each check's rate, CPU failures, architectures and wall time."""
+    """One line: each check's rate (with how many more architectures fail that check on the CPU
+    itself, or "not run"), the architectures failing on the CPU, their count and the wall time."""
     r = rates(reports)
-    parts = [f"generate {r['generate']}", f"compiled static-cache generate {r['compiled']}",
-             f"train step {r['train']}",
-             f"{len(cpu_failures(reports))} fail on CPU itself (not counted)",
-             f"{len(reports)} architectures"]
+    generating = [rep for rep in reports if rep not in cpu_failures(reports)]
+    parts = []
+    for check in CHECKS:
+        outcomes = [rep.outcomes.get(check) for rep in reports]
+        if all(o is None or (o.status == SKIP and o.reason == "not requested") for o in outcomes):
+            parts.append(f"{LABELS[check]} not run")
+            continue
+        part = f"{LABELS[check]} {r[check]}"
+        cpu_only = sum(1 for rep in generating if rep.outcomes.get(check) and rep.outcomes[check].status == CPU_FAIL)
+        if check != "generate" and cpu_only:
+            part += f" (+{cpu_only} failing it on CPU, not counted)"
+        parts.append(part)
+    n = len(reports)
+    parts += [f"{len(cpu_failures(reports))} fail on CPU itself (not counted)",
+              f"{n} architecture{'s' if n != 1 else ''}"]
     if seconds is not None:
         parts[-1] += f" in {int(seconds // 60)}m{int(seconds % 60):02d}s"
     return "compat: " + " · ".join(parts)
@@ -116,7 +131,10 @@ def to_markdown(reports: list[Report], seconds: float | None = None) -> str:
     if cpu:
         lines += ["", f"Failing on CPU itself ({len(cpu)}, not counted):", "",
                   "| architecture | reason |", "|---|---|"]
-        lines += [f"| {r.model_type} | {cell(r.outcomes['generate'].reason)} |" for r in cpu]
+        for r in cpu:
+            reasons = [f"{c}: {r.outcomes[c].reason}" for c in CHECKS
+                       if c in r.outcomes and r.outcomes[c].status == CPU_FAIL]
+            lines.append(f"| {r.model_type} | {cell('; '.join(reasons))} |")
     return "\n".join(lines) + "\n"
 
 
