@@ -66,7 +66,7 @@ def build_parser(description: str, default_steps: int, default_size: int) -> arg
     p.add_argument("--seed", type=int, default=0, help="seed of the weights (tiny) and of the CPU latents")
     p.add_argument("--prompt", default="a photo of a cat sitting on a red chair")
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="save the image as FILE (.png) and the raw float array as FILE with .npy")
+                   help="save the image as FILE.png and its float32 [0, 1] array as FILE.npy (FILE is a path stem)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
     return p
 

@@ -45,6 +45,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.max_new_tokens < 1:
         p.error("--max-new-tokens must be at least 1")
+    if args.prompt and any(not text.strip() for text in args.prompt):
+        p.error("--prompt must not be empty (greedy generation continues a text)")
+    if args.max_cache_len is not None and args.max_cache_len < 1:
+        p.error("--max-cache-len must be at least 1")
+    if args.model and (os.path.isabs(args.model) or args.model.startswith(".")) and not os.path.isdir(args.model):
+        p.error(f"--model {args.model}: no such folder (give a checkpoint folder or a Hub id)")
     return args
 
 
@@ -78,7 +84,11 @@ def main(argv=None) -> int:
 
     inputs = tokenizer(prompts, return_tensors="pt", padding=True)
     prompt_len = inputs["input_ids"].shape[1]
-    max_cache_len = args.max_cache_len or max(128, -(-(prompt_len + args.max_new_tokens) // 128) * 128)
+    needed = prompt_len + args.max_new_tokens
+    max_cache_len = args.max_cache_len or max(128, -(-needed // 128) * 128)
+    if max_cache_len < needed:
+        raise SystemExit(f"generate.py: --max-cache-len {max_cache_len} is shorter than the prompt ({prompt_len} "
+                         f"tokens) plus --max-new-tokens ({args.max_new_tokens}): use at least {needed}")
     on_device = {k: v.to(device) for k, v in inputs.items()}
     kw = dict(pad_token_id=tokenizer.pad_token_id)
 

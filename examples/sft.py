@@ -60,6 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--assets-dir", default=os.path.join(tempfile.gettempdir(), "torch-neuronx-tiny-llm"),
                    help="where the tiny model and dataset are written when --model/--dataset are not given")
     args = p.parse_args(argv)
+    if args.model and (os.path.isabs(args.model) or args.model.startswith(".")) and not os.path.isdir(args.model):
+        p.error(f"--model {args.model}: no such folder (give a checkpoint folder or a Hub id)")
     if args.max_steps < 1 or args.batch_size < 1:
         p.error("--max-steps and --batch-size must be at least 1")
     return args

@@ -54,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--assets-dir", default=os.path.join(tempfile.gettempdir(), "torch-neuronx-tiny-llm"),
                    help="where the tiny model and dataset are written when --model/--dataset are not given")
     args = p.parse_args(argv)
+    if args.model and (os.path.isabs(args.model) or args.model.startswith(".")) and not os.path.isdir(args.model):
+        p.error(f"--model {args.model}: no such folder (give a checkpoint folder or a Hub id)")
     if "WORLD_SIZE" not in os.environ or "LOCAL_RANK" not in os.environ:
         p.error(f"run this script under torchrun, one process per NeuronCore, e.g.\n  {LAUNCH}")
     world = int(os.environ["WORLD_SIZE"])
