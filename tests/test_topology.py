@@ -78,3 +78,16 @@ def test_environment_reaches_device_properties(py):
               "TORCH_NEURONX_CHIPS": "2", "NEURON_RT_VISIBLE_CORES": "9-12"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["4", "trn2", "1", str(12 * GiB), "9"]
+
+
+def test_current_device_raises_for_an_invalid_environment(py):
+    r = py("""
+        import torch
+        assert not torch.neuron.is_available() and torch.neuron.device_count() == 0
+        try:
+            torch.neuron.current_device()
+        except RuntimeError as err:
+            print("ERR", err)
+    """, env={"LOCAL_RANK": "9"})
+    assert r.returncode == 0, r.stderr
+    assert "ERR neuron device unavailable: LOCAL_RANK=9" in r.stdout, r.stdout

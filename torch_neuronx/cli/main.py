@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quick", action="store_true", help="a tiny run (seconds) for smoke tests")
     demo.add_argument("--out", default=None, help="folder for the saved model (default: a temp dir)")
     args = parser.parse_args(argv)
+    if args.command == "demo" and args.steps is not None and args.steps < 1:
+        parser.error(f"demo --steps must be at least 1, got {args.steps}")
 
     import torch  # noqa: F401  (autoloads the neuron device)
 

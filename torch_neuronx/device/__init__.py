@@ -73,7 +73,14 @@ def _lazy_init() -> None:
 
 
 def current_device() -> int:
-    """Index of the calling thread's current device (defaults to ``LOCAL_RANK``)."""
+    """Index of the calling thread's current device (defaults to ``LOCAL_RANK``).
+
+    Raises:
+        TopologyError: the environment describes no valid device set (the error names the
+            variable and the fix), as any other device use does.
+    """
+    if _state.topology is None:
+        _state.require_topology()
     return _C._current_device()
 
 
