@@ -13,7 +13,10 @@ For a ``model_type`` of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``,
     compiles the decode step itself with ``CompileConfig(backend="neuron", dynamic=False)``
     (its ``_default_compile_config``). Passes when the backend saw at least one graph and the
     tokens equal the CPU reference (logits within ``atol``). If transformers declines to compile
-    the model (its own rule, e.g. Llama 4), the check is "skip".
+    the model (its own rule, e.g. Llama 4), the check is "skip". A pass that needed more than one
+    graph keeps a note as its reason: the graph count and the first recompile's guard (e.g.
+    sliding-window caches specialise on the cache length, so every decode step recompiles under
+    transformers' ``dynamic=False`` config for neuron).
 ``train``
     One training step: ``loss = model(input_ids, labels=input_ids).loss``, ``backward``, one
     ``torch.optim.SGD`` step; loss within ``atol`` relative to max(1, |loss|) of the CPU loss and
@@ -233,16 +236,25 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         from ..compile import get_dynamo_metrics
 
         model = on_device().eval()
-        before = get_dynamo_metrics()["graphs"]
+        before = get_dynamo_metrics()
         try:
             got = _generate(model, input_ids, compiled_tokens, cache_implementation="static")
         finally:
             torch._dynamo.reset()
-        if get_dynamo_metrics()["graphs"] == before:
+        after = get_dynamo_metrics()
+        graphs = after["graphs"] - before["graphs"]
+        if graphs == 0:
             return Outcome(SKIP, "transformers ran the static cache eagerly (it does not compile this model)")
+        recompiles = after["recompiles"][len(before["recompiles"]):]
+        compiled_notes.append(f"{graphs} graphs for {compiled_tokens - 1} decode steps; first recompile guard: "
+                              f"{' '.join(recompiles[0]['guard'].split())[:160]}" if recompiles else "")
         return got
 
+    compiled_notes: list[str] = []
     run("compiled", compiled_reference, compiled_candidate, _compare_generation)
+    outcome = report.outcomes["compiled"]
+    if compiled_notes and compiled_notes[0] and outcome.status == PASS:
+        outcome.reason = compiled_notes[0]  # a pass that recompiled: worth knowing before Trainium
 
     def train_reference():
         model = copy.deepcopy(cpu_model)

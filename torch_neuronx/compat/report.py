@@ -86,7 +86,7 @@ def _first_reason(report: Report) -> str:
             return f"{check}: {o.reason}"
     for check in CHECKS:
         o = report.outcomes.get(check)
-        if o and o.status == SKIP and o.reason != "not requested":
+        if o and o.reason and o.reason != "not requested":  # a skip's reason, or a note on a pass
             return f"{check}: {o.reason}"
     return ""
 
