@@ -383,6 +383,13 @@ def _compile_aten_graph_patched(gm, example_inputs, kwargs):
 
 # --- the Dynamo backend ---------------------------------------------------------------------
 
+def _is_training_graph(example_inputs) -> bool:
+    """AOTAutograd's rule: a joint forward/backward graph when grad mode is on and an input
+    (parameters are inputs) requires grad."""
+    return torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+
+
 def _on_graph_core(compiled, example_inputs):
     """Runs ``compiled`` with the current device set to the NeuronCore of its inputs.
 
@@ -460,7 +467,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any
     try:
         with functorch_config.patch(enable_autograd_cache=False):
             compiled = compile_fx(gm, example_inputs, inner_compile=_compile_aten_graph,
-                                  config_patches=INDUCTOR_PATCHES, decompositions=decomposition_table())
+                                  config_patches=INDUCTOR_PATCHES,
+                                  decompositions=decomposition_table(_is_training_graph(example_inputs)))
         return _on_graph_core(compiled, example_inputs)
     except NeuronCompileError:
         raise

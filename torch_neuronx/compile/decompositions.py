@@ -8,9 +8,9 @@ whose device table is CUDA/CPU/HPU/XPU only — so a compiled training step with
 checkpointing (TRL's defaults with ``torch_compile=True``) failed with "Backend not supported for
 neuron". Without dropout the op is deterministic: in compiled training graphs it is written as its math
 (scaled scores in float32, causal/bias mask, log-sum-exp, softmax, weighted values), which
-carries no RNG tag and which Inductor fuses into its own kernels. Inference graphs (no input
-requires grad) keep the fused kernel; with dropout the op is kept (``NotImplemented``) and
-follows PyTorch's RNG handling.
+carries no RNG tag and which Inductor fuses into its own kernels. Inference graphs keep the fused
+kernel (:func:`decomposition_table` is told which kind the graph is); with dropout the op is kept
+(``NotImplemented``) and follows PyTorch's RNG handling.
 """
 from __future__ import annotations
 
@@ -32,8 +32,6 @@ def _fused_attention_math(query, key, value, attn_bias=None, dropout_p=0.0, is_c
     """
     if dropout_p != 0.0 or return_debug_mask:
         return NotImplemented
-    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))):
-        return NotImplemented  # inference graphs: nothing is recomputed, keep the fused kernel
     hq, hk = query.shape[1], key.shape[1]
     if hq != hk:
         key = key.repeat_interleave(hq // hk, dim=1)
@@ -56,10 +54,14 @@ def _fused_attention_math(query, key, value, attn_bias=None, dropout_p=0.0, is_c
     return out, lse, None, None, lq, lk, zero, zero.clone(), None
 
 
-def decomposition_table() -> dict:
-    """Inductor's default table plus the entries of this module."""
+def decomposition_table(training: bool) -> dict:
+    """Inductor's default table, plus for a training graph (``training``: grad mode on and an
+    input requires grad, AOTAutograd's own test) the entries of this module. The choice is made
+    per Dynamo graph: inside AOTAutograd's trace, grad mode says nothing (reentrant activation
+    checkpointing runs its forward under ``no_grad``)."""
     from torch._inductor.decomposition import select_decomp_table
 
     table = dict(select_decomp_table())
-    table[aten._scaled_dot_product_fused_attention_overrideable.default] = _fused_attention_math
+    if training:
+        table[aten._scaled_dot_product_fused_attention_overrideable.default] = _fused_attention_math
     return table
