@@ -297,6 +297,9 @@ def _serialize(compiled) -> bytes | None:
         return None
     disk = copy.copy(compiled)
     disk.prepare_for_serialization()
+    # compile_fx keeps the decomposition table it was given (our training table) in fx_kwargs;
+    # lowering is done and the table's closures do not pickle, so the disk entry leaves it out.
+    disk.fx_kwargs = {k: v for k, v in getattr(disk, "fx_kwargs", {}).items() if k != "get_decomp_fn"}
     try:
         return pickle.dumps(disk)
     except Exception:
