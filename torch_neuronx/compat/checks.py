@@ -152,6 +152,26 @@ def _compare_train(ref, got, atol: float) -> Outcome:
     return Outcome(PASS, "", worst)
 
 
+def validate_options(**options) -> None:
+    """Raises ValueError for keyword arguments :func:`check_architecture` does not take or would
+    reject (sizes < 1, a negative ``atol``, unknown checks) — the caller's mistakes, which must not
+    be reported as a model's failure."""
+    import inspect
+
+    accepted = set(inspect.signature(check_architecture).parameters) - {"model_type", "device"}
+    wrong = sorted(set(options) - accepted)
+    if wrong:
+        raise ValueError(f"unknown options {wrong}; check_architecture takes {sorted(accepted)}")
+    for key in ("new_tokens", "compiled_tokens", "prompt_len"):
+        if key in options and not (isinstance(options[key], int) and options[key] >= 1):
+            raise ValueError(f"{key} must be an integer ≥ 1, got {options[key]!r}")
+    if "atol" in options and not options["atol"] >= 0:
+        raise ValueError(f"atol must be ≥ 0, got {options['atol']!r}")
+    unknown = [c for c in options.get("checks", ()) if c not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown checks {unknown}; choose from {CHECKS}")
+
+
 def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: int = 8, prompt_len: int = 8,
                        atol: float = 1e-3, checks: tuple[str, ...] = CHECKS, seed: int = 0,
                        compiled_tokens: int = 4) -> Report:
@@ -174,14 +194,8 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
     """
     import torch
 
-    if new_tokens < 1 or compiled_tokens < 1 or prompt_len < 1:
-        raise ValueError(f"new_tokens, compiled_tokens and prompt_len must be ≥ 1, got "
-                         f"{new_tokens}, {compiled_tokens}, {prompt_len}")
-    if not atol >= 0:
-        raise ValueError(f"atol must be ≥ 0, got {atol}")
-    unknown = [c for c in checks if c not in CHECKS]
-    if unknown:
-        raise ValueError(f"unknown checks {unknown}; choose from {CHECKS}")
+    validate_options(new_tokens=new_tokens, compiled_tokens=compiled_tokens, prompt_len=prompt_len, atol=atol,
+                     checks=checks)
     start = time.perf_counter()
     report = Report(model_type)
     try:
@@ -246,15 +260,16 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         if graphs == 0:
             return Outcome(SKIP, "transformers ran the static cache eagerly (it does not compile this model)")
         recompiles = after["recompiles"][len(before["recompiles"]):]
-        compiled_notes.append(f"{graphs} graphs for {compiled_tokens - 1} decode steps; first recompile guard: "
-                              f"{' '.join(recompiles[0]['guard'].split())[:160]}" if recompiles else "")
+        if recompiles:
+            nonlocal recompile_note
+            recompile_note = (f"{graphs} graphs for {compiled_tokens - 1} decode steps; first recompile guard: "
+                              f"{' '.join(recompiles[0]['guard'].split())[:160]}")
         return got
 
-    compiled_notes: list[str] = []
+    recompile_note = ""
     run("compiled", compiled_reference, compiled_candidate, _compare_generation)
-    outcome = report.outcomes["compiled"]
-    if compiled_notes and compiled_notes[0] and outcome.status == PASS:
-        outcome.reason = compiled_notes[0]  # a pass that recompiled: worth knowing before Trainium
+    if recompile_note and report.outcomes["compiled"].status == PASS:
+        report.outcomes["compiled"].reason = recompile_note  # a pass that recompiled: worth knowing
 
     def train_reference():
         model = copy.deepcopy(cpu_model)

@@ -59,7 +59,8 @@ def summary_line(reports: list[Report], seconds: float | None = None) -> str:
     """One line: each check's rate (with how many more architectures fail that check on the CPU
     itself, or "not run"), the architectures failing on the CPU, their count and the wall time."""
     r = rates(reports)
-    generating = [rep for rep in reports if rep not in cpu_failures(reports)]
+    on_cpu = cpu_failures(reports)
+    generating = [rep for rep in reports if rep not in on_cpu]
     parts = []
     for check in CHECKS:
         outcomes = [rep.outcomes.get(check) for rep in reports]
@@ -72,7 +73,7 @@ def summary_line(reports: list[Report], seconds: float | None = None) -> str:
             part += f" (+{cpu_only} failing it on CPU, not counted)"
         parts.append(part)
     n = len(reports)
-    parts += [f"{len(cpu_failures(reports))} fail on CPU itself (not counted)",
+    parts += [f"{len(on_cpu)} fail on CPU itself (not counted)",
               f"{n} architecture{'s' if n != 1 else ''}"]
     if seconds is not None:
         parts[-1] += f" in {int(seconds // 60)}m{int(seconds % 60):02d}s"

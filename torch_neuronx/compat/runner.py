@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from .checks import CHECKS, FAIL, Outcome, Report
+from .checks import CHECKS, FAIL, Outcome, Report, validate_options
 from .worker import MARK
 
 
@@ -78,20 +78,6 @@ class _Worker:
             sel.close()
 
 
-def _validate_options(options: dict) -> None:
-    """Raises the ValueError :func:`~.checks.check_architecture` would raise for ``options``."""
-    from .checks import CHECKS
-
-    checks = tuple(options.get("checks", CHECKS))
-    if [c for c in checks if c not in CHECKS]:
-        raise ValueError(f"unknown checks {[c for c in checks if c not in CHECKS]}; choose from {CHECKS}")
-    for key in ("new_tokens", "compiled_tokens", "prompt_len"):
-        if key in options and not (isinstance(options[key], int) and options[key] >= 1):
-            raise ValueError(f"{key} must be an integer ≥ 1, got {options[key]!r}")
-    if "atol" in options and not options["atol"] >= 0:
-        raise ValueError(f"atol must be ≥ 0, got {options['atol']!r}")
-
-
 def _failed(model_type: str, reason: str, seconds: float) -> Report:
     return Report(model_type, outcomes={c: Outcome(FAIL, reason) for c in CHECKS}, seconds=seconds)
 
@@ -129,16 +115,8 @@ def run_compat(architectures: Iterable[str], *, jobs: int = 2, timeout: float = 
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     if len(set(names)) != len(names):
         raise ValueError(f"architectures listed twice: {sorted({n for n in names if names.count(n) > 1})}")
-    import inspect
-
-    from .checks import check_architecture
-
-    accepted = set(inspect.signature(check_architecture).parameters) - {"model_type", "device"}
-    wrong = sorted(set(options or {}) - accepted)
-    if wrong:
-        raise ValueError(f"unknown options {wrong}; check_architecture takes {sorted(accepted)}")
-    if options:  # a bad value raises here, in the caller's process, not as a model failure in a worker
-        _validate_options(dict(options))
+    # A bad option raises here, in the caller's process, not as a model failure in a worker.
+    validate_options(**(options or {}))
     cores = max(1, torch.neuron.device_count())
     env = {k: v for k, v in os.environ.items()}
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
