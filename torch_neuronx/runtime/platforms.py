@@ -28,7 +28,7 @@ from typing import Mapping
 __all__ = [
     "SOURCES", "EngineSpec", "TensorEngineSpec", "DmaSpec", "CoreSpec", "ChipSpec", "InterconnectSpec",
     "InstanceSpec", "Platform", "PLATFORMS", "DEFAULT_PLATFORM", "PLATFORM_VARIABLE", "get_platform",
-    "platform_from_env", "KiB", "MiB", "GiB",
+    "platform_from_env", "NEURON_CORE_V2", "NEURON_CORE_V3", "NEURON_CORE_V4", "KiB", "MiB", "GiB",
 ]
 
 KiB = 1 << 10
@@ -426,15 +426,19 @@ NEURON_CORE_V2 = CoreSpec(
         sources=("nki-arch-v2", "neuron-core-v2")),
     # Vector, Scalar and GpSimd: "128 input/output" elements/cycle at 1.12 / 1.4 / 1.4 GHz ("nki-arch-v2");
     # FP32 2.3 (Vector) and 2.9 (Scalar) TFLOPS ("neuron-core-v2").
-    vector=EngineSpec(1.12e9, 128, 128, (), 2.3e12, ("nki-arch-v2", "neuron-core-v2")),
-    scalar=EngineSpec(1.4e9, 128, 128, (), 2.9e12, ("nki-arch-v2", "neuron-core-v2")),
-    gpsimd=EngineSpec(1.4e9, 128, 128, (), None, ("nki-arch-v2",)),
+    vector=EngineSpec(clock_hz=1.12e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=2.3e12, sources=("nki-arch-v2", "neuron-core-v2")),
+    scalar=EngineSpec(clock_hz=1.4e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=2.9e12, sources=("nki-arch-v2", "neuron-core-v2")),
+    gpsimd=EngineSpec(clock_hz=1.4e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=None, sources=("nki-arch-v2",)),
     partitions=_PARTITIONS,
     sbuf_bytes_per_partition=192 * KiB,                   # 24 MiB = 128 x 192 KiB ("nki-arch-v2")
     psum_bytes_per_partition=_PSUM_PER_PARTITION, psum_banks=_PSUM_BANKS,
     min_ii_cycles=_MIN_II_CYCLES,
     # 17 bytes/ns per engine, 16 engines ("nki-dma"); the v2 NKI guide says 27 GiB/s per engine instead.
-    dma=DmaSpec(16, 17e9, _DMA_FIXED_LATENCY_S, _DMA_EFFICIENCY, ("nki-dma", "nki-arch-v2")),
+    dma=DmaSpec(engines=16, bytes_per_s_per_engine=17e9, fixed_latency_s=_DMA_FIXED_LATENCY_S,
+                efficiency=_DMA_EFFICIENCY, sources=("nki-dma", "nki-arch-v2", "nki-matmul-tutorial")),
     sources=("nki-arch-v2", "neuron-core-v2", "nki-isa-cost"),
 )
 
@@ -453,14 +457,20 @@ NEURON_CORE_V3 = CoreSpec(
     # Vector 0.96 GHz, 512 BF16/FP16 or 256 other elements/cycle; Scalar 1.2 GHz, 128; GpSimd 1.2 GHz
     # ("nki-arch-v3"). The v3 table leaves the GpSimd width empty: 128, as on v2 and v4, is assumed.
     # FP32: Vector 1.0, Scalar 1.2 TFLOPS ("neuron-core-v3").
-    vector=EngineSpec(0.96e9, 256, 512, ("bfloat16", "float16"), 1.0e12, ("nki-arch-v3", "neuron-core-v3")),
-    scalar=EngineSpec(1.2e9, 128, 128, (), 1.2e12, ("nki-arch-v3", "neuron-core-v3")),
-    gpsimd=EngineSpec(1.2e9, 128, 128, (), None, ("nki-arch-v3",)),
+    vector=EngineSpec(clock_hz=0.96e9, elements_per_cycle=256, fast_elements_per_cycle=512,
+                      fast_dtypes=("bfloat16", "float16"), fp32_flops=1.0e12,
+                      sources=("nki-arch-v3", "neuron-core-v3")),
+    scalar=EngineSpec(clock_hz=1.2e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=1.2e12,
+                      sources=("nki-arch-v3", "neuron-core-v3")),
+    gpsimd=EngineSpec(clock_hz=1.2e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=None, sources=("nki-arch-v3",)),
     partitions=_PARTITIONS,
     sbuf_bytes_per_partition=224 * KiB,                   # 28 MiB = 128 x 224 KiB ("nki-arch-v3")
     psum_bytes_per_partition=_PSUM_PER_PARTITION, psum_banks=_PSUM_BANKS,
     min_ii_cycles=_MIN_II_CYCLES,
-    dma=DmaSpec(16, 23e9, _DMA_FIXED_LATENCY_S, _DMA_EFFICIENCY, ("nki-dma", "nki-arch-v3")),
+    dma=DmaSpec(engines=16, bytes_per_s_per_engine=23e9, fixed_latency_s=_DMA_FIXED_LATENCY_S,
+                efficiency=_DMA_EFFICIENCY, sources=("nki-dma", "nki-arch-v3", "nki-matmul-tutorial")),
     sources=("nki-arch-v3", "neuron-core-v3", "nki-isa-cost"),
 )
 
@@ -481,14 +491,20 @@ NEURON_CORE_V4 = CoreSpec(
         sources=("nki-arch-v4", "neuron-core-v4")),
     # Vector 1.2 GHz, 512 BF16/FP16/FP8 or 256 other; Scalar 1.2 GHz, 256 BF16/FP16/FP8 or 128 other;
     # GpSimd 1.2 GHz, 128 ("nki-arch-v4"). FP32: Vector 1.2, Scalar 1.2 TFLOPS ("neuron-core-v4").
-    vector=EngineSpec(1.2e9, 256, 512, ("bfloat16", "float16") + _FP8, 1.2e12, ("nki-arch-v4", "neuron-core-v4")),
-    scalar=EngineSpec(1.2e9, 128, 256, ("bfloat16", "float16") + _FP8, 1.2e12, ("nki-arch-v4", "neuron-core-v4")),
-    gpsimd=EngineSpec(1.2e9, 128, 128, (), None, ("nki-arch-v4",)),
+    vector=EngineSpec(clock_hz=1.2e9, elements_per_cycle=256, fast_elements_per_cycle=512,
+                      fast_dtypes=("bfloat16", "float16") + _FP8, fp32_flops=1.2e12,
+                      sources=("nki-arch-v4", "neuron-core-v4")),
+    scalar=EngineSpec(clock_hz=1.2e9, elements_per_cycle=128, fast_elements_per_cycle=256,
+                      fast_dtypes=("bfloat16", "float16") + _FP8, fp32_flops=1.2e12,
+                      sources=("nki-arch-v4", "neuron-core-v4")),
+    gpsimd=EngineSpec(clock_hz=1.2e9, elements_per_cycle=128, fast_elements_per_cycle=128,
+                      fast_dtypes=(), fp32_flops=None, sources=("nki-arch-v4",)),
     partitions=_PARTITIONS,
     sbuf_bytes_per_partition=256 * KiB,                   # 32 MiB over 128 partitions ("nki-arch-v4") [derived]
     psum_bytes_per_partition=_PSUM_PER_PARTITION, psum_banks=_PSUM_BANKS,
     min_ii_cycles=_MIN_II_CYCLES,
-    dma=DmaSpec(16, 33e9, _DMA_FIXED_LATENCY_S, _DMA_EFFICIENCY, ("nki-dma",)),
+    dma=DmaSpec(engines=16, bytes_per_s_per_engine=33e9, fixed_latency_s=_DMA_FIXED_LATENCY_S,
+                efficiency=_DMA_EFFICIENCY, sources=("nki-dma", "nki-matmul-tutorial")),
     sources=("nki-arch-v4", "neuron-core-v4", "nki-isa-cost"),
 )
 
