@@ -18,12 +18,12 @@ as in SwiGLU ViTs such as EVA-02; a GELU MLP has no kernel in our library yet).
   instruction costs, DMA model). Ops without a kernel (QKV / output projections, residual adds) keep
   their roofline estimate, identical on both sides.
 
-Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from TRAINIUM.md
-(AWS Trainium2 architecture page): Tensor Engine 79 dense BF16 TFLOPS; HBM 2.9 TB/s per chip / 8
-cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak (so element-wise ops are always
+Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from the platform
+table (torch_neuronx/runtime/platforms.py, which cites the AWS pages): Tensor Engine 79 dense BF16
+TFLOPS; HBM 2.9 TB/s per chip / 8 cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak (so element-wise ops are always
 bandwidth-bound in the roofline, which flatters the unfused side). A second unfused column uses the
 cost model's sustained DMA rate instead of the HBM peak (16 DMA engines x 23 B/ns x 0.38 calibrated
-efficiency = 139.8 GB/s, see torch_neuronx/nki/platforms.py), i.e. the same memory system the fused
+efficiency = 139.8 GB/s, see torch_neuronx/runtime/platforms.py), i.e. the same memory system the fused
 estimates see.
 
 Also reported: the simulator's own throughput, instructions simulated per host second.
@@ -42,8 +42,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-PEAK_FLOPS = 79e12            # dense BF16 per NeuronCore-v3 (TRAINIUM.md)
-HBM_BYTES_PER_S = 2.9e12 / 8  # 2.9 TB/s per trn2 chip, 8 physical cores (TRAINIUM.md)
+from torch_neuronx.runtime.platforms import PLATFORMS  # noqa: E402  (after the path set-up above)
+
+TRN2 = PLATFORMS["trn2"]
+PEAK_FLOPS = TRN2.core.tensor.peak_flops("bfloat16")                      # 79e12 per NeuronCore-v3
+HBM_BYTES_PER_S = TRN2.chip.hbm_bytes_per_s / TRN2.chip.physical_cores    # 2.9 TB/s per chip / 8 cores
 BF16 = 2                      # bytes per element
 
 
@@ -121,8 +124,7 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args(argv)
     S, H, nh, I = a.seq, a.hidden, a.heads, a.mlp
-    from torch_neuronx.nki.platforms import get_platform
-    dma_bw = get_platform("trn2").dma_bytes_per_ns * 1e9
+    dma_bw = TRN2.core.dma.sustained_bytes_per_s
 
     ops = unfused_ops(S, H, nh, I)
     fused = fused_kernels(S, H, nh, I)
@@ -160,7 +162,7 @@ def main(argv=None):
         return result
     print(f"ViT-style encoder block, ESTIMATED trn2 time (one NeuronCore-v3, bf16): S={S}, H={H}, "
           f"heads={nh}x{H // nh}, SwiGLU MLP {I}")
-    print(f"peaks (TRAINIUM.md): {PEAK_FLOPS / 1e12:.0f} TFLOPS bf16, HBM {HBM_BYTES_PER_S / 1e9:.1f} GB/s; "
+    print(f"peaks (runtime platform table): {PEAK_FLOPS / 1e12:.0f} TFLOPS bf16, HBM {HBM_BYTES_PER_S / 1e9:.1f} GB/s; "
           f"cost-model DMA {dma_bw / 1e9:.1f} GB/s\n")
     hdr = f"{'part':<11}{'ops':>4}{'unfused roofline us':>21}{'(at DMA rate)':>15}{'fused NKI est. us':>19}" \
           f"{'ratio':>7}{'HBM MB unf/fused':>19}"

@@ -6,30 +6,38 @@ import pytest
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
-from torch_neuronx.nki import cost_model as C
+from torch_neuronx.nki import cost_model
 from torch_neuronx.nki.platforms import get_platform
 
 
 def test_published_cycle_formulas():
-    assert C.matmul_cycles(128, 512, fp32=False) == 512
-    assert C.matmul_cycles(128, 512, fp32=True) == 2048         # fp32: four passes
-    assert C.matmul_cycles(32, 16, fp32=False) == 32            # max(min(64, 32), 16)
-    assert C.matmul_cycles(128, 16, fp32=False) == 64           # min(64, 128) dominates
-    assert C.elementwise_cycles(10) == 64 and C.elementwise_cycles(512) == 512
-    assert C.tensor_tensor_cycles(512, fast=True) == 512 and C.tensor_tensor_cycles(512, fast=False) == 1024
-    assert C.tensor_reduce_cycles(512, bf16_fast=True) == 256
-    assert C.iota_cycles(512) == 662
-    assert C.bn_aggr_cycles(12) == 64 and C.bn_aggr_cycles(300) == 1300
+    assert cost_model.matmul_cycles(128, 512, fp32=False) == 512
+    assert cost_model.matmul_cycles(128, 512, fp32=True) == 2048         # fp32: four passes
+    assert cost_model.matmul_cycles(32, 16, fp32=False) == 32            # max(min(64, 32), 16)
+    assert cost_model.matmul_cycles(128, 16, fp32=False) == 64           # min(64, 128) dominates
+    assert cost_model.elementwise_cycles(10) == 64 and cost_model.elementwise_cycles(512) == 512
+    assert cost_model.tensor_tensor_cycles(512, fast=True) == 512 and cost_model.tensor_tensor_cycles(512, fast=False) == 1024
+    assert cost_model.tensor_reduce_cycles(512, bf16_fast=True) == 256
+    assert cost_model.iota_cycles(512) == 662
+    assert cost_model.bn_aggr_cycles(12) == 64 and cost_model.bn_aggr_cycles(300) == 1300
 
 
-def test_platform_tables():
-    t1, t2, t3 = get_platform("trn1"), get_platform("trn2"), get_platform("trn3")
-    assert t1.clock_ghz == {"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4}
-    assert t2.clock_ghz == {"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2}
-    assert t1.sbuf_bytes_per_partition == 192 * 1024 and t2.sbuf_bytes_per_partition == 224 * 1024
-    assert t1.psum_bytes_per_partition == t2.psum_bytes_per_partition == 16 * 1024
-    assert t3.clock_ghz == t2.clock_ghz and t3.sbuf_bytes_per_partition == t2.sbuf_bytes_per_partition
-    assert t1.dma_bytes_per_ns == pytest.approx(16 * 17 * t1.dma_efficiency)
+@pytest.mark.parametrize("name,clocks_ghz,sbuf_kib,dma_bytes_per_ns", [
+    ("trn1", (2.8, 1.12, 1.4, 1.4), 192, 17),     # NeuronCore-v2
+    ("trn2", (2.4, 0.96, 1.2, 1.2), 224, 23),     # NeuronCore-v3
+    ("trn3", (2.4, 1.2, 1.2, 1.2), 256, 33),      # NeuronCore-v4: its own numbers, not trn2's
+])
+def test_platform_tables(name, clocks_ghz, sbuf_kib, dma_bytes_per_ns):
+    core = get_platform(name).core
+    assert tuple(core.clock_hz(e) / 1e9 for e in ("tensor", "vector", "scalar", "gpsimd")) == clocks_ghz
+    assert core.sbuf_bytes_per_partition == sbuf_kib * 1024 and core.partitions == 128
+    assert core.psum_bytes_per_partition == 16 * 1024 and core.psum_bank_bytes == 2048
+    assert core.dma.sustained_bytes_per_s == pytest.approx(16 * dma_bytes_per_ns * 1e9 * core.dma.efficiency)
+    # the cost model charges exactly these: one 512-cycle Vector instruction, one DMA of 1 MiB
+    tl = cost_model.Timeline(get_platform(name))
+    assert tl.cycles_to_ns("vector", 512) == pytest.approx(512 / clocks_ghz[1])
+    assert cost_model.dma_time_ns(1 << 20, get_platform(name)) == \
+        pytest.approx((1 << 20) / (16 * dma_bytes_per_ns * core.dma.efficiency))
 
 
 def _one_matmul(dtype):
@@ -83,7 +91,7 @@ def test_instruction_waits_for_inputs_and_engine():
     assert names == ["load", "activation", "activation", "tensor_tensor", "store"]
     p = get_platform("trn2")
     load, exp1, exp2, add, store = tr
-    load_ns = 128 * 512 * 4 / p.dma_bytes_per_ns
+    load_ns = 128 * 512 * 4 / (p.core.dma.sustained_bytes_per_s * 1e-9)
     assert load[3] - load[2] == pytest.approx(load_ns)
     assert exp1[2] == pytest.approx(load[4])                          # start = load result ready
     assert exp1[3] - exp1[2] == pytest.approx(512 / 1.2)              # max(MIN_II, 512) at 1.2 GHz

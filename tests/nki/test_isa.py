@@ -111,15 +111,17 @@ def test_dma_copy_hbm_to_hbm_then_update_the_copy():
     np.testing.assert_array_equal(k(X), X + 1.0)
 
 
-def test_get_nc_version_follows_platform():
+@pytest.mark.parametrize("platform,version", [("trn1", "gen2"), ("inf2", "gen2"), ("trn2", "gen3"),
+                                              ("trn3", "gen4")])
+def test_get_nc_version_follows_platform(platform, version):
     seen = []
 
-    @nki.jit(platform_target="trn1")
+    @nki.jit(platform_target=platform)
     def k(a):
         seen.append(nisa.get_nc_version())
         o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         nl.store(o, value=nl.load(a))
         return o
     k(X)
-    assert seen == [nisa.nc_version.gen2]
-    assert get_platform("trn2").nc_version == 3
+    assert seen == [getattr(nisa.nc_version, version)]
+    assert get_platform(platform).core.generation == seen[0].value

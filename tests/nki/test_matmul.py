@@ -1,4 +1,4 @@
-"""Reference kernel 2: matmul C = lhsT.T @ rhs with fp32 PSUM accumulation over K tiles (NKI.md),
+"""Reference kernel 2: matmul C = lhsT.T @ rhs with fp32 PSUM accumulation over K tiles,
 bf16 inputs, in every step of the AWS tutorial's optimisation sequence, plus the 64x128x512 tile."""
 import ml_dtypes
 import numpy as np

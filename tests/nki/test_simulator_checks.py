@@ -1,4 +1,4 @@
-"""One kernel per simulator check of NKI.md ("Simulator checks"), each breaking exactly one rule.
+"""One kernel per simulator check, each breaking exactly one rule.
 
 Every check must raise the error class named after the AWS error code (all subclasses of NKIError)
 with a message naming the code, the rule and the offending shape / buffer.
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from torch_neuronx import nki
-import torch_neuronx.nki.instructions as I
+from torch_neuronx.nki import instructions
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
 from torch_neuronx.nki import errors as E
@@ -125,7 +125,7 @@ def test_matmul_destination_must_be_fp32_psum():
     def to_sbuf(a, b):
         o = _out((128, 512))
         dst = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-        I.nc_matmul(dst, nl.load(a), nl.load(b))                         # destination-passing layer
+        instructions.nc_matmul(dst, nl.load(a), nl.load(b))                         # destination-passing layer
         nl.store(o, value=dst)
         return o
 
@@ -133,7 +133,7 @@ def test_matmul_destination_must_be_fp32_psum():
     def to_bf16(a, b):
         o = _out((128, 512))
         dst = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.psum)
-        I.nc_matmul(dst, nl.load(a), nl.load(b))
+        instructions.nc_matmul(dst, nl.load(a), nl.load(b))
         nl.store(o, value=nl.copy(dst))
         return o
     args = np.zeros((128, 128), F32), np.zeros((128, 512), F32)

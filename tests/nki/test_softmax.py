@@ -1,33 +1,13 @@
 """Reference kernel 4: row softmax with a row count that is not a multiple of 128 (masked tail tile)
-and up to 4K columns, written with nisa instructions and with nl.softmax."""
+and up to 4K columns: the shipped kernel (``torch_neuronx.kernels.softmax``, nisa instructions) run on
+NumPy arrays, and a kernel written with nl.softmax."""
 import ml_dtypes
 import numpy as np
 import pytest
 
 from torch_neuronx import nki
-import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
-
-
-@nki.jit
-def softmax_isa(x):
-    """max (Vector, negated) -> exp(x - max) with fused row sum (Scalar) -> * 1/sum (Vector)."""
-    R, C = x.shape
-    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    i_p = nl.arange(128)[:, None]
-    i_f = nl.arange(C)[None, :]
-    for t in nl.affine_range((R + 127) // 128):
-        rows = t * 128 + i_p
-        live = rows < R
-        tile = nl.load(x[rows, i_f], mask=live, dtype=nl.float32)
-        neg_max = nisa.tensor_reduce(nl.max, tile, axis=1, negate=True, keepdims=True, mask=live)
-        row_sum = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        e = nisa.activation_reduce(nl.exp, tile, reduce_op=nl.add, reduce_res=row_sum, bias=neg_max,
-                                   mask=live)
-        inv = nl.reciprocal(row_sum, mask=live)
-        y = nisa.tensor_scalar(e, nl.multiply, inv, dtype=x.dtype, mask=live)
-        nl.store(out[rows, i_f], value=y, mask=live)
-    return out
+from torch_neuronx.kernels.softmax import softmax_kernel
 
 
 @nki.jit
@@ -50,11 +30,18 @@ def _ref(x):
 
 
 @pytest.mark.parametrize("R,C", [(300, 512), (130, 4096)])
-def test_softmax_isa_fp32_masked_tail(R, C):
+def test_shipped_softmax_kernel_fp32_masked_tail(R, C):
     x = np.random.default_rng(R).standard_normal((R, C), dtype=np.float32) * 4
-    out = softmax_isa(x)
+    out = softmax_kernel(x)
     assert not np.isnan(out).any()            # the masked tail rows were computed, nothing else
     np.testing.assert_allclose(out, _ref(x), rtol=1e-5, atol=1e-7)
+
+
+def test_shipped_softmax_kernel_bf16():
+    x = (np.random.default_rng(3).standard_normal((200, 1024), dtype=np.float32) * 3).astype(ml_dtypes.bfloat16)
+    out = softmax_kernel(x)
+    assert out.dtype == ml_dtypes.bfloat16    # fp32 math inside, rounded once on the way out
+    np.testing.assert_allclose(out.astype(np.float32), _ref(x.astype(np.float32)), rtol=2 ** -8, atol=1e-6)
 
 
 def test_softmax_nl_bf16():

@@ -1,4 +1,4 @@
-"""Reference kernel 1: tensor add over an SPMD grid of [128, 512] tiles (NKI.md)."""
+"""Reference kernel 1: tensor add over an SPMD grid of [128, 512] tiles."""
 import numpy as np
 import pytest
 

@@ -6,6 +6,7 @@ import os
 import torch
 
 from .. import _state
+from ..runtime.platforms import SOURCES
 
 ENV_VARS = (
     "TORCH_NEURONX_PLATFORM", "TORCH_NEURONX_CHIPS", "NEURON_LOGICAL_NC_CONFIG",
@@ -28,14 +29,14 @@ def info_text() -> str:
     lines = [
         f"torch-neuronx {__import__('torch_neuronx').__version__} — software NeuronCore "
         f"(torch {torch.__version__})",
-        f"platform      {p.name} ({p.chip}, {p.core_version})",
+        f"platform      {p.name} ({p.chip.name}, {p.core.version})",
         f"chips         {topo.chips}",
         f"LNC           {topo.lnc} physical core(s) per logical NeuronCore "
         f"({topo.logical_cores_per_chip} logical per chip)",
         f"visible       {topo.device_count} of {topo.total_logical_cores} logical NeuronCores: "
         f"{','.join(map(str, topo.visible_cores))}",
         f"HBM per core  {_gib(topo.hbm_bytes_per_core)}"
-        + ("  (TORCH_NEURONX_HBM_PER_CORE)" if topo.hbm_from_env else f"  ({p.source})"),
+        + ("  (TORCH_NEURONX_HBM_PER_CORE)" if topo.hbm_from_env else f"  ({SOURCES[p.chip.sources[0]]})"),
         f"current       neuron:{torch.neuron.current_device()}",
         "",
         f"{'device':<10}{'core':>6}{'chip':>6}{'in use':>14}{'peak':>14}{'capacity':>14}",

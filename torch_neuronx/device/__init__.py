@@ -11,6 +11,7 @@ import torch
 
 from .. import _C, _state
 from .._device_index import device_index
+from ..runtime.platforms import PLATFORMS
 from .memory import (
     empty_cache,
     max_memory_cached,
@@ -150,8 +151,9 @@ def is_current_stream_capturing() -> bool:
 
 
 def get_arch_list() -> list[str]:
-    """NeuronCore generations this build models (``TORCH_NEURONX_PLATFORM``)."""
-    return ["NeuronCore-v2", "NeuronCore-v3", "NeuronCore-v4"]
+    """NeuronCore generations this build models (the platforms ``TORCH_NEURONX_PLATFORM`` can name),
+    e.g. ``["NeuronCore-v2", "NeuronCore-v3", "NeuronCore-v4"]``, from the platform table."""
+    return sorted({p.core.version for p in PLATFORMS.values()})
 
 
 def __getattr__(name: str):

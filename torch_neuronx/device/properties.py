@@ -1,10 +1,15 @@
-"""``torch.neuron.get_device_properties``: what one logical NeuronCore is."""
+"""``torch.neuron.get_device_properties``: what one logical NeuronCore is.
+
+Every hardware number comes from the platform table :data:`torch_neuronx.runtime.platforms.PLATFORMS`
+(the row of the topology's platform), the same table the NKI simulator and its cost model read.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import _state
 from .._device_index import device_index
+from ..runtime.platforms import SOURCES
 
 
 @dataclass(frozen=True)
@@ -13,7 +18,7 @@ class NeuronDeviceProperties:
 
     Attributes:
         name: e.g. ``"Trainium2 NeuronCore-v3 (LNC=2)"``.
-        platform: ``"trn1"`` | ``"trn2"`` | ``"trn3"``.
+        platform: ``"trn1"`` | ``"trn2"`` | ``"trn3"`` | ``"inf2"``.
         core_version: NeuronCore generation.
         lnc: physical NeuronCores in this logical core.
         physical_cores: same as ``lnc``.
@@ -21,13 +26,16 @@ class NeuronDeviceProperties:
         chip: index of the chip holding it.
         total_memory: HBM capacity in bytes (``TORCH_NEURONX_HBM_PER_CORE`` or
             the chip's HBM divided among its logical cores).
-        hbm_bandwidth: HBM bandwidth share of this core in bytes/s.
-        sbuf_bytes: on-chip SBUF of the logical core, bytes.
+        hbm_bandwidth: the chip's HBM bandwidth shared by its logical cores, bytes/s.
+        sbuf_bytes: on-chip SBUF of the logical core (LNC physical cores), bytes.
         psum_bytes: PSUM of the logical core, bytes.
-        bf16_tflops: dense BF16 TFLOPS of the logical core.
-        fp32_tflops: FP32 TFLOPS of the logical core.
+        bf16_tflops: dense BF16 TFLOPS of the logical core: the Tensor Engine peak of one physical
+            core (AWS NeuronCore pages, e.g. 79 on NeuronCore-v3) times LNC. AWS's chip pages give a
+            higher chip figure (667 per Trainium2 chip, not 8 x 79); the platform table explains why
+            the per-core figure is the one used, by this and by the NKI cost model.
+        fp32_tflops: FP32 TFLOPS of the logical core, counted the same way.
         logical_cores_per_chip, chips, visible_cores: topology counts.
-        source: AWS page the hardware numbers come from.
+        source: the AWS pages the chip and NeuronCore numbers come from.
     """
 
     name: str
@@ -69,25 +77,26 @@ def get_device_properties(device=None) -> NeuronDeviceProperties:
     p = topo.platform
     per_chip = topo.logical_cores_per_chip
     core = topo.visible_cores[index]
-    share = topo.lnc / p.physical_cores_per_chip
+    share = topo.lnc / p.chip.physical_cores
+    tensor = p.core.tensor
     return NeuronDeviceProperties(
-        name=f"{p.chip} {p.core_version} (LNC={topo.lnc})",
+        name=f"{p.chip.name} {p.core.version} (LNC={topo.lnc})",
         platform=p.name,
-        core_version=p.core_version,
+        core_version=p.core.version,
         lnc=topo.lnc,
         physical_cores=topo.lnc,
         global_core_id=core,
         chip=core // per_chip,
         total_memory=topo.hbm_bytes_per_core,
-        hbm_bandwidth=p.hbm_bandwidth_bytes_per_s * share,
-        sbuf_bytes=p.sbuf_bytes_per_core * topo.lnc,
-        psum_bytes=p.psum_bytes_per_core * topo.lnc,
-        bf16_tflops=p.bf16_tflops_per_chip * share,
-        fp32_tflops=p.fp32_tflops_per_chip * share,
+        hbm_bandwidth=p.chip.hbm_bytes_per_s * share,
+        sbuf_bytes=p.core.sbuf_bytes * topo.lnc,
+        psum_bytes=p.core.psum_bytes * topo.lnc,
+        bf16_tflops=tensor.peak_flops("bfloat16") * topo.lnc / 1e12,
+        fp32_tflops=tensor.peak_flops("float32") * topo.lnc / 1e12,
         logical_cores_per_chip=per_chip,
         chips=topo.chips,
         visible_cores=topo.device_count,
-        source=p.source,
+        source="; ".join(SOURCES[k] for k in dict.fromkeys(p.chip.sources[:1] + p.core.sources[:1])),
     )
 
 

@@ -1,6 +1,6 @@
 """torch_neuronx.nki: an open implementation of the NKI kernel API on a simulated NeuronCore.
 
-Pure Python + NumPy + ml_dtypes (no torch import). Use it like AWS's legacy ``neuronxcc.nki``::
+Use it like AWS's legacy ``neuronxcc.nki``::
 
     from torch_neuronx import nki
     import torch_neuronx.nki.language as nl
@@ -16,13 +16,20 @@ Pure Python + NumPy + ml_dtypes (no torch import). Use it like AWS's legacy ``ne
     bench = nki.benchmark(add_kernel, platform="trn1"); bench(a_np, b_np)
     print(bench.benchmark_result)                      # ESTIMATED latency from the cost model
 
-Layers (one concept per module): dtypes, indexing, tile, memory, platforms, errors, ops,
-simulator (one NeuronCore), cost_model, instructions (destination-passing instruction layer),
-language / isa (legacy front end), typing (``nt.mutable_tensor``), frontend_legacy (jit & co.),
-benchmark, shim (opt-in ``import nki``). The torch integration (``nki_op``, ``wrap_nki``: kernels as torch
-ops on ``neuron`` tensors) is :mod:`.torch_op`, the only module here that imports torch.
+Kernels also take ``neuron`` tensors (and become torch ops with ``torch_neuronx.nki_op``). The
+simulated platform is the ``neuron`` device's unless a kernel names one (:mod:`.platforms`); its
+numbers come from the runtime's platform table.
+
+Layers, each importing only from the layers before it (``tests/test_layering.py`` checks it):
+errors -> dtypes, ops, typing -> indexing -> memory -> context (the running simulator) -> tile ->
+platforms, cost_model -> simulator (one NeuronCore) -> instructions (the destination-passing
+instruction layer) -> language, isa (the legacy front end) -> frontend_legacy (``jit`` & co.) ->
+benchmark, shim (the opt-in ``import nki``) -> torch_op (torch tensors, ``nki_op``). Importing this
+package imports torch (``torch_neuronx`` registers the ``neuron`` device first); NumPy and
+ml_dtypes do the simulation.
 """
-from . import errors, language, isa, typing
+from . import errors, isa, language, typing
+from . import torch_op  # noqa: F401  (registers the adapter that runs kernels on torch tensors)
 from .benchmark import BenchmarkResult, benchmark
 from .dtypes import get_keep_fp32, keep_fp32, set_keep_fp32
 from .errors import NKIError

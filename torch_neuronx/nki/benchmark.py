@@ -11,7 +11,8 @@ general/nki/api/generated/nki.benchmark.html)::
 
 ``warmup``/``iters``/``save_neff_name``/``save_trace_name`` are accepted for compatibility and
 ignored: the estimate is deterministic and no NEFF exists. Units: seconds / microseconds / percent;
-FLOPs count matmul multiply-adds x 2; peaks per dtype come from :mod:`.platforms` (TRAINIUM.md).
+FLOPs count matmul multiply-adds x 2; peaks per dtype are the platform's per-core Tensor Engine
+peaks (``torch_neuronx.runtime.platforms``, ``core.tensor.dense_flops``).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class BenchmarkResult:
     """Estimated performance of one kernel launch on a simulated NeuronCore.
 
     Attributes:
-        platform: "trn1" | "trn2" | "trn3".
+        platform: "trn1" | "trn2" | "trn3" | "inf2".
         latency_s / latency_us: estimated end-to-end latency (last result ready).
         engines: {engine: {"busy_us", "busy_pct", "instructions"}} for tensor/vector/scalar/gpsimd/dma.
         flops: matmul FLOPs (2*K*M*N per nc_matmul); achieved_tflops = flops / latency.
@@ -64,7 +65,7 @@ class BenchmarkResult:
         self.flops = tl.flops
         self.achieved_tflops = tl.flops / (self.latency_s or 1.0) / 1e12
         self.flops_utilization = 100.0 * tl.ideal_pe_ns / lat
-        self.peak_tflops_bf16 = sim.platform.peak_flops["bfloat16"] / 1e12
+        self.peak_tflops_bf16 = sim.platform.core.tensor.peak_flops("bfloat16") / 1e12
         self.dma_bytes = tl.dma_bytes
         self.by_instruction = {k: (v[0], v[1] * 1e-3) for k, v in tl.by_name.items()}
         self.nc_latency = LatencyEstimate(self.latency_us)
@@ -116,7 +117,8 @@ class BenchmarkedKernel:
 def benchmark(kernel=None, *, warmup=5, iters=10, platform=None, platform_target=None, **kwargs):
     """Wrap ``kernel`` so that calling it reports an ESTIMATED latency (see module docstring).
 
-    ``platform`` / ``platform_target``: "trn1" | "trn2" | "trn3" (default: the kernel's, else trn2).
+    ``platform`` / ``platform_target``: "trn1" | "trn2" | "trn3" | "inf2" (default: the kernel's, else
+    the default platform of :mod:`.platforms`).
     """
     plat = platform or platform_target
     if kernel is None:

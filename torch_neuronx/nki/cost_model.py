@@ -1,7 +1,8 @@
 """Cost model: per-instruction cycle estimates and per-engine in-order queues.
 
-Published estimates (AWS ``nki.isa.*`` pages, "Estimated instruction cost"; summarised in NKI.md),
-with N = elements per partition of the instruction's tile and MIN_II ~= 64 engine cycles:
+Published estimates (AWS ``nki.isa.*`` API pages, "Estimated instruction cost", and the NKI
+architecture guides; the sources are listed in ``torch_neuronx.runtime.platforms.SOURCES``), with
+N = elements per partition of the instruction's tile and MIN_II ~= 64 engine cycles:
 
 ==================  =========================================================  ===========
 instruction          cycles                                                     engine
@@ -19,16 +20,19 @@ bn_stats             max(MIN_II, N)                                             
 bn_aggr              max(MIN_II, 13 N / 3)   (nki.isa.bn_aggr page)             Vector
 iota, affine_select  150 + N                  (nki.isa.iota / affine_select)    GpSimd
 memset               max(MIN_II, N)                                             Vector*
-DMA                  bytes / (16 engines x 17 B/ns v2 | 23 B/ns v3 x efficiency)  DMA
-                     + ~1.3 us fixed latency per transfer (pipelined)
+DMA                  bytes / (16 engines x 17|23|33 B/ns x efficiency)          DMA
+                     on v2|v3|v4, + ~1.3 us fixed latency per transfer
 ==================  =========================================================  ===========
 
-(* engine selectable with ``engine=``.) Cycles are converted to ns with the engine clock of the
-platform (Tensor 2.8 / 2.4 GHz, Vector 1.12 / 0.96, Scalar 1.4 / 1.2, GpSimd 1.4 / 1.2 for v2 / v3,
-see :mod:`.platforms`). Every instruction goes to one engine queue, in program order; it starts when
-its engine is free, its inputs are ready (RAW) and its destination is no longer being written or read
-by earlier instructions (WAW/WAR), tracked per element. DMA transfers share one bandwidth pool and
-are served out of order as their data becomes ready. All results are ESTIMATES.
+(* engine selectable with ``engine=``.) Cycles are converted to ns with the engine clocks of the
+platform's NeuronCore (``platform.core``: Tensor 2.8 / 2.4 / 2.4 GHz, Vector 1.12 / 0.96 / 1.2,
+Scalar 1.4 / 1.2 / 1.2, GpSimd 1.4 / 1.2 / 1.2 on v2 / v3 / v4). FLOPs utilisation is measured against
+the Tensor Engine's per-core dense peak of the input dtype (``platform.core.tensor.dense_flops``; the
+platform table explains why that figure rather than the chip figure). Every instruction goes to one
+engine queue, in program order; it starts when its engine is free, its inputs are ready (RAW) and its
+destination is no longer being written or read by earlier instructions (WAW/WAR), tracked per
+element. DMA transfers share one bandwidth pool and are served out of order as their data becomes
+ready. All results are ESTIMATES.
 """
 from __future__ import annotations
 
@@ -36,7 +40,8 @@ import bisect
 from collections import defaultdict
 
 __all__ = ["ENGINES", "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
-           "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "Timeline"]
+           "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "dma_fixed_latency_ns",
+           "peak_flops", "Timeline"]
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 
@@ -73,8 +78,22 @@ def bn_aggr_cycles(n: int, min_ii: int = 64) -> int:
 
 
 def dma_time_ns(nbytes: int, platform) -> float:
-    """Queue occupancy in ns of a DMA of ``nbytes`` (the fixed latency is added separately)."""
-    return nbytes / platform.dma_bytes_per_ns
+    """Queue occupancy in ns of a DMA of ``nbytes`` on ``platform`` (a runtime ``Platform`` row) at
+    its sustained DMA rate; the fixed latency per transfer is added separately."""
+    return nbytes / platform.core.dma.sustained_bytes_per_s * 1e9
+
+
+def dma_fixed_latency_ns(platform) -> float:
+    """Fixed latency of one DMA transfer on ``platform``, ns."""
+    return platform.core.dma.fixed_latency_s * 1e9
+
+
+def peak_flops(platform, dtype_name: str) -> float:
+    """Dense FLOP/s of ``platform``'s Tensor Engine (one physical core) for input ``dtype_name``;
+    dtypes without a published rate (integers) count at the BF16 rate."""
+    table = platform.core.tensor.dense_flops
+    name = "float8_e4m3" if dtype_name == "float8_e4m3fn" else dtype_name
+    return table.get(name, table["bfloat16"])
 
 
 class Timeline:
@@ -82,6 +101,9 @@ class Timeline:
 
     ``schedule`` returns (start, end) of an instruction; ``makespan_ns`` is the time when the last
     result is ready.
+
+    Args:
+        platform: a :class:`torch_neuronx.runtime.platforms.Platform` row.
     """
 
     def __init__(self, platform):
@@ -99,7 +121,8 @@ class Timeline:
         self._dma_starts = []
 
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
-        return cycles / self.platform.clock_ghz[engine]
+        """``cycles`` of ``engine`` ("tensor", "vector", "scalar", "gpsimd") in ns at its clock."""
+        return cycles / self.platform.core.clock_hz(engine) * 1e9
 
     def _place_dma(self, ready: float, dur: float) -> float:
         """Earliest start >= ready where the shared DMA bandwidth is free for ``dur`` ns."""
@@ -155,6 +178,6 @@ class Timeline:
 
     def add_flops(self, flops: float, dtype_name: str) -> None:
         """Count matmul FLOPs and the ideal time they would take at the dtype's peak."""
-        peak = self.platform.peak_flops.get(dtype_name, self.platform.peak_flops["bfloat16"])
+        peak = peak_flops(self.platform, dtype_name)
         self.flops += flops
         self.ideal_pe_ns += flops / peak * 1e9

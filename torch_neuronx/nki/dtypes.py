@@ -1,6 +1,6 @@
 """NKI data types, real low-precision rounding and the keep-fp32 switch.
 
-Supported types (AWS "Supported Data Types" page of nki.language; TRAINIUM.md): float32, tfloat32,
+Supported types (AWS "Supported Data Types" page of nki.language): float32, tfloat32,
 bfloat16, float16, float8_e4m3, float8_e5m2, int8/16/32, uint8/16/32, bool. NeuronCores have no
 fp64 and no int64 arithmetic.
 
@@ -171,7 +171,8 @@ def round_to(values, d) -> np.ndarray:
 
 
 def poison_value(d):
-    """Value a fresh allocation is filled with: NaN for floats, 4 for integers (NKI.md check 8)."""
+    """Value a fresh allocation is filled with: NaN for floats, 4 for integers, so that reads of
+    memory no instruction wrote show up in the results."""
     return np.float32(np.nan) if is_float(d) else 4
 
 

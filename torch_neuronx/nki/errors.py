@@ -102,7 +102,7 @@ err_cannot_assign_to_index = _make(
     "err_cannot_assign_to_index",
     "an index expression (nl.arange / nl.mgrid) does not support item assignment")
 
-# --- rules of NKI.md with no published AWS code -----------------------------------------------------
+# --- simulator rules with no published AWS code ---------------------------------------------------
 err_partition_stride_not_supported = _make(
     "err_partition_stride_not_supported",
     "the partition dimension of an SBUF/PSUM access must be contiguous (step 1) and independent of "

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from .simulator import active, run_kernel
+from .context import active
+from .simulator import run_kernel
 from .tile import is_tile
 
 __all__ = ["Kernel", "jit", "simulate_kernel", "simulate", "baremetal", "trace", "register_framework_adapter"]
@@ -17,9 +18,10 @@ __all__ = ["Kernel", "jit", "simulate_kernel", "simulate", "baremetal", "trace",
 _SIM_MODES = ("auto", "simulation", "baremetal", "trace", "benchmark")
 
 # Framework adapters: callables ``adapter(kernel, args, kwargs)`` returning the call's result, or
-# ``NotImplemented`` when no argument belongs to their framework. This package imports no framework;
-# ``torch_neuronx.nki.torch_op`` registers the torch adapter (torch tensors on ``neuron``), which is
-# what nki.jit's mode "auto" means on AWS: detect the framework of the arguments.
+# ``NotImplemented`` when no argument belongs to their framework. This module imports no framework;
+# ``torch_neuronx.nki.torch_op`` (imported by ``torch_neuronx.nki``) registers the torch adapter (torch
+# tensors on ``neuron``), which is what nki.jit's mode "auto" means on AWS: detect the framework of the
+# arguments.
 _FRAMEWORK_ADAPTERS: list = []
 
 
@@ -65,10 +67,6 @@ class Kernel:
                 f"nki.jit mode={self.mode!r}: this package runs kernels on its NeuronCore simulator "
                 f"only (modes {', '.join(_SIM_MODES)}); framework tensors are handled by the "
                 "torch_neuronx device layer")
-        if not _FRAMEWORK_ADAPTERS and any(type(a).__module__.startswith("torch")
-                                           for a in list(args) + list(kwargs.values())):
-            import importlib                     # torch tensors: load the torch adapter on first use
-            importlib.import_module(__package__ + ".torch_op")
         for adapter in _FRAMEWORK_ADAPTERS:          # e.g. torch tensors (torch_neuronx.nki.torch_op)
             out = adapter(self, args, kwargs)
             if out is not NotImplemented:
@@ -86,8 +84,8 @@ class Kernel:
 
 def jit(kernel=None, *, mode="auto", platform_target=None, **kwargs):
     """Decorator (``@nki.jit`` or ``@nki.jit(mode="simulation")``) making a NKI kernel callable with
-    NumPy arrays. ``platform_target``: "trn1" | "trn2" | "trn3" (default env
-    ``TORCH_NEURONX_NKI_PLATFORM`` or trn2)."""
+    NumPy arrays (or ``neuron`` tensors). ``platform_target``: "trn1" | "trn2" | "trn3" | "inf2";
+    default: the ``neuron`` device's platform, else ``TORCH_NEURONX_PLATFORM`` (see :mod:`.platforms`)."""
     if kernel is None:
         return lambda fn: Kernel(fn, mode, platform_target, **kwargs)
     return Kernel(kernel, mode, platform_target, **kwargs)

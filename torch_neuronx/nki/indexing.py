@@ -3,8 +3,9 @@
 * :class:`IndexExpr` is what ``nl.arange`` / ``nl.mgrid`` produce: an integer grid that supports
   affine arithmetic (``i * 512 + i_f``) and comparisons (which produce a :class:`Mask`).
 * :func:`normalize_key` turns a subscript (ints, slices, ``nl.ds``, index expressions, ``...``)
-  into one *component* per tensor dimension and the shape of the resulting view, enforcing the
-  indexing rules of NKI.md (no 1-D arange, no mixing of slices with arange indexing).
+  into one *component* per tensor dimension and the shape of the resulting view, enforcing NKI's
+  indexing rules (no 1-D arange, no mixing of slices with arange indexing: AWS error codes
+  ``err_1d_arange_not_supported``, ``err_unsupported_mixing_basic_advanced_tensor_indexing``).
 * :func:`resolve` turns the components plus an optional mask into a NumPy index for the
   tensor's storage, checking bounds on the elements the mask keeps.
 """
@@ -17,7 +18,7 @@ from .errors import (err_1d_arange_not_supported, err_cannot_assign_to_index,
                      err_unsupported_mixing_basic_advanced_tensor_indexing)
 
 __all__ = ["IndexExpr", "Mask", "arange", "mgrid", "ds", "normalize_key", "resolve",
-           "tile_broadcast", "as_mask_array"]
+           "tile_broadcast", "as_mask_array", "slice_len", "full_index_arrays"]
 
 
 def _val(x):
@@ -226,11 +227,13 @@ def normalize_key(key, shape):
         arrays = [c for c in comps if isinstance(c, np.ndarray)]
         vshape = np.broadcast_shapes(*[a.shape for a in arrays])
     else:
-        vshape = tuple(_slice_len(c) for c in comps if isinstance(c, slice))
+        vshape = tuple(slice_len(c) for c in comps if isinstance(c, slice))
     return comps, tuple(int(s) for s in vshape), has_array
 
 
-def _slice_len(s: slice) -> int:
+def slice_len(s: slice) -> int:
+    """Number of elements of a normalised slice (explicit start, stop and step, as
+    :func:`normalize_key` produces)."""
     if s.step > 0:
         return max(0, (s.stop - s.start + s.step - 1) // s.step)
     return max(0, (s.start - s.stop - s.step - 1) // (-s.step))
@@ -263,8 +266,9 @@ def as_mask_array(mask, shape):
                          f"shape {list(shape)}")
 
 
-def _full_arrays(comps, vshape, advanced):
-    """Per-dim int arrays, each of shape ``vshape``, giving the storage index of every view element."""
+def full_index_arrays(comps, vshape, advanced) -> list:
+    """Per-dimension int64 arrays, each of shape ``vshape``, giving the storage index of every
+    element of the view described by ``comps`` (components of :func:`normalize_key`)."""
     out = []
     if advanced:
         for c in comps:
@@ -289,7 +293,7 @@ def _oob(comps, base_shape, vshape, advanced):
     """Description of the first out-of-bound component, or None."""
     for d, (c, n) in enumerate(zip(comps, base_shape)):
         if isinstance(c, slice):
-            ln = _slice_len(c)
+            ln = slice_len(c)
             if ln == 0:
                 continue
             last = c.start + (ln - 1) * c.step
@@ -330,7 +334,7 @@ def resolve(comps, base_shape, vshape, advanced, mask_arr=None, name="tensor"):
         sub = _restrict_axis0(comps, vshape, advanced, a, b)
         np_index, _ = resolve(sub, base_shape, (b - a,) + tuple(vshape[1:]), advanced, None, name)
         return np_index, (slice(a, b),)
-    full = _full_arrays(comps, vshape, advanced)
+    full = full_index_arrays(comps, vshape, advanced)
     m = mask_arr
     pos = tuple(f[m] for f in full)
     for d, (p, n) in enumerate(zip(pos, base_shape)):

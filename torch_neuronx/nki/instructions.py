@@ -1,13 +1,18 @@
 """The instruction layer: every NeuronCore instruction, in destination-passing style.
 
 Each function writes into the destination tile ``dst`` passed to it and returns ``dst``. It checks
-the rules of NKI.md (buffers per API, partition counts, matmul/PSUM/transpose limits, masks),
-computes the result in float32 with NumPy, rounds into ``dst``'s dtype, and charges the cost model
-(see :mod:`.cost_model` for the cycle formulas and their AWS sources).
+NKI's rules (buffers per API, partition counts, matmul/PSUM/transpose limits, masks; each failure is
+the :mod:`.errors` class named after AWS's error code), computes the result in float32 with NumPy,
+rounds into ``dst``'s dtype, and charges the cost model (see :mod:`.cost_model` for the cycle
+formulas and their AWS sources).
 
-Both front ends sit on this layer: the legacy ``neuronxcc.nki`` API (:mod:`.language`, :mod:`.isa`)
-allocates a result tile and calls these; the current ``nki`` >= 0.3 API (``nisa.op(dst, ...)``) maps
-onto them one to one.
+Front ends sit on this layer. The legacy ``neuronxcc.nki`` API (:mod:`.language`, :mod:`.isa`)
+allocates each result tile (:func:`fresh_result`) and calls these functions. The layer takes the
+destination first so that a front end for the current ``nki`` API, whose ``nisa`` calls take
+``dst=``, can call it directly; that front end does not exist yet.
+
+This module also gives tile syntax its meaning at the instruction level: ``t[...] = x``
+(:func:`assign`) and ``t op= x`` (:func:`accumulate`), installed into :mod:`.tile` on import.
 
 Shapes: a tile is ``(P, F...)`` with P (partitions, axis 0) <= 128. Units: cycles of the engine named.
 """
@@ -17,23 +22,25 @@ import enum
 
 import numpy as np
 
-from . import cost_model as C
-from . import dtypes as _dt
+from . import cost_model, dtypes
+from .context import current
 from .errors import (err_activation_bias_invalid_type, err_activation_scale_scalar_or_vector,
-                     err_exceed_max_supported_dimension, err_num_partition_exceed_arch_limit,
-                     err_num_partition_mismatch, err_reduce_axis_not_trailing_free,
-                     err_size_of_dimension_exceed_arch_limit, err_unsupported_dtype,
+                     err_cannot_update_immutable_parameter, err_exceed_max_supported_dimension,
+                     err_num_partition_exceed_arch_limit, err_num_partition_mismatch,
+                     err_reduce_axis_not_trailing_free, err_size_of_dimension_exceed_arch_limit,
+                     err_store_dst_shape_smaller_than_other_shape, err_unsupported_dtype,
                      err_unsupported_memory)
-from .indexing import IndexExpr, Mask, as_mask_array, tile_broadcast
-from .memory import ON_CHIP
+from .indexing import IndexExpr, Mask, as_mask_array, resolve, tile_broadcast
+from .memory import ON_CHIP, sbuf
 from .ops import binary, op_name, reduce_fn, unary
-from .simulator import current, _as_view
-from .tile import is_tile
+from .tile import NkiTensor, View, as_view, install_operators, is_tile
 
-__all__ = ["engine", "reduce_cmd", "nc_version", "dma_copy", "load", "store", "load_transpose2d",
-           "nc_matmul", "nc_transpose", "activation", "tensor_tensor", "tensor_scalar",
-           "tensor_reduce", "tensor_copy", "iota", "memset", "affine_select", "select", "bn_stats",
-           "bn_aggr", "device_print", "free_size"]
+__all__ = ["engine", "reduce_cmd", "nc_version", "engine_name", "check_memory", "reduce_axes",
+           "free_size", "fresh_result", "assign", "accumulate", "dma_copy", "load", "store",
+           "load_transpose2d", "check_matmul_operands", "nc_matmul", "check_transpose_shape",
+           "nc_transpose", "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce",
+           "tensor_copy", "iota", "memset", "affine_select", "select", "bn_stats", "bn_aggr",
+           "device_print"]
 
 
 class engine(enum.Enum):
@@ -54,12 +61,17 @@ class reduce_cmd(enum.Enum):
 
 
 class nc_version(enum.Enum):
-    """NeuronCore generations (``nisa.nc_version``): gen2 = trn1/inf2, gen3 = trn2 (trn3 modelled as gen3)."""
+    """NeuronCore generations (``nisa.nc_version``): gen2 = NeuronCore-v2 (trn1, inf2), gen3 = v3
+    (trn2), gen4 = v4 (trn3). The value is ``CoreSpec.generation`` of the platform table."""
     gen2 = 2
     gen3 = 3
+    gen4 = 4
 
 
-def _engine(e, default: str) -> str:
+def engine_name(e, default: str) -> str:
+    """Canonical engine name ("tensor", "vector", "scalar", "gpsimd") of an ``engine=`` argument: an
+    :class:`engine`, a name or an AWS alias ("act", "pool", "pe", "dve"); ``default`` for None or
+    ``engine.unknown``."""
     if e is None:
         return default
     if isinstance(e, engine):
@@ -70,7 +82,9 @@ def _engine(e, default: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-def _mem(x, kinds, api, arg):
+def check_memory(x, kinds, api: str, arg: str) -> None:
+    """Raise ``err_unsupported_memory`` unless tile ``x`` (operand ``arg`` of ``api``) is in one of
+    the buffer kinds ``kinds`` ("hbm", "sbuf", "psum")."""
     kind = x.buffer.kind
     if kind not in kinds:
         raise err_unsupported_memory(
@@ -81,7 +95,7 @@ def _tile(x, api, arg, kinds=ON_CHIP) -> int:
     """Check a compute operand (memory, partition layout); return its partition count."""
     if not is_tile(x):
         raise TypeError(f"operand '{arg}' of '{api}' must be a tile, got {type(x).__name__}")
-    _mem(x, kinds, api, arg)
+    check_memory(x, kinds, api, arg)
     x.partition_info()
     return x.shape[0] if x.shape else 1
 
@@ -129,28 +143,116 @@ def _count(mask, shape):
     return int(np.prod(shape)) if m is None else int(m.sum())
 
 
+# --- results, assignment and accumulation -------------------------------------------------------
+def fresh_result(shape, dtype, buffer=sbuf, mask=None) -> NkiTensor:
+    """A new tile for an instruction's result, marked *fresh*: assigning it to another tile
+    (``t[...] = result``) then writes the values in place instead of issuing a copy instruction,
+    as the compiler does for the legacy API's returned tiles.
+
+    Args:
+        shape: tile shape ``(P, F...)``; dtype: NKI dtype; buffer: ``sbuf`` (default) or ``psum``.
+        mask: the mask the result is computed under (an assignment writes only those elements).
+    """
+    t = current().new_tensor(tuple(shape), dtype, buffer)
+    t.fresh = True
+    t.fresh_mask = mask
+    return t
+
+
+def assign(dst: View, value) -> None:
+    """``dst[...] = value``: a fresh instruction result is written in place (no extra instruction);
+    another tile is copied with :func:`tensor_copy`; a scalar is :func:`memset`.
+
+    Raises:
+        err_unsupported_memory: for a scalar written to HBM, or a copy between HBM and on-chip
+            memory (those take ``nl.load`` / ``nl.store`` / ``nisa.dma_copy``).
+    """
+    if isinstance(value, View) and value.accumulated and value.tensor is dst.tensor:
+        value.accumulated = False          # ``t[...] += x`` ends with ``t[...] = t[...]``: done already
+        return
+    if not is_tile(value):
+        if dst.buffer.kind not in ON_CHIP:
+            raise err_unsupported_memory(f"assignment of a scalar to {dst.describe()}: HBM is "
+                                         "written with nl.store")
+        memset(dst, value)
+        return
+    if isinstance(value, NkiTensor) and value.fresh and value.buffer.kind == dst.buffer.kind:
+        _write_fresh(dst, value)
+        return
+    if dst.buffer.kind not in ON_CHIP or value.buffer.kind not in ON_CHIP:
+        raise err_unsupported_memory(
+            f"assignment {dst.describe()} = {value.describe()}: tiles move between HBM and "
+            "SBUF only with nl.load / nl.store / nisa.dma_copy")
+    tensor_copy(dst, value)
+
+
+def _write_fresh(dst: View, value: NkiTensor) -> None:
+    """Retarget a fresh result into ``dst``: its values (and ready times) land there, no instruction."""
+    sim = current()
+    dv = as_view(dst)
+    t = dv.tensor
+    if t.root.immutable:
+        raise err_cannot_update_immutable_parameter(f"assignment writes input {t.describe()}")
+    try:
+        vals = tile_broadcast(value.data, dv.shape)
+        rdy = tile_broadcast(value.aux("ready"), dv.shape) if value.aux_ else None
+    except ValueError:
+        raise err_store_dst_shape_smaller_than_other_shape(
+            f"destination {dv.describe()} vs source {value.describe()}") from None
+    m = as_mask_array(value.fresh_mask, dv.shape) if value.fresh_mask is not None else None
+    idx, sel = resolve(dv.comps, t.shape, dv.shape, dv.advanced, m, t.name)
+    sim.check_write_conflict(t, idx, False, "assignment")
+    t.data[idx] = dtypes.round_to(vals[sel] if sel is not Ellipsis else vals, t.dtype)
+    t.root.written = True
+    if rdy is not None:
+        t.aux("ready")[idx] = rdy[sel] if sel is not Ellipsis else rdy
+    value.fresh = False
+
+
+def accumulate(dst, value, op: str) -> None:
+    """``dst op= value`` (``op``: "add", "subtract", "multiply", "divide"). PSUM ``+=`` of a fresh
+    matmul result is the Tensor Engine's free accumulation; anything else is a
+    :func:`tensor_tensor` writing back into ``dst``."""
+    dv = as_view(dst)
+    if (op == "add" and dv.buffer.kind == "psum" and isinstance(value, NkiTensor) and value.fresh
+            and value.buffer.kind == "psum"):
+        t = dv.tensor
+        vals = tile_broadcast(value.data, dv.shape)
+        idx, _ = resolve(dv.comps, t.shape, dv.shape, dv.advanced, None, t.name)
+        t.data[idx] = dtypes.round_to(t.data[idx] + vals, t.dtype)
+        t.root.written = True
+        if value.aux_:
+            r = t.aux("ready")
+            r[idx] = np.maximum(r[idx], tile_broadcast(value.aux("ready"), dv.shape))
+        value.fresh = False
+        return
+    tensor_tensor(dv, dv, value, op, accumulate_into=True)
+
+
 # --- data movement ----------------------------------------------------------------------------------
 def dma_copy(dst, src, mask=None, *, api="dma_copy"):
     """Copy ``src`` -> ``dst`` with the DMA engines (any of HBM/SBUF, never PSUM).
 
-    Cost: bytes / (16 x 17|23 B/ns x efficiency) queue time + ~1.3 us latency (see platforms.py).
+    Cost: bytes / the platform's sustained DMA rate (16 engines x 17|23|33 B/ns x fitted efficiency)
+    of queue time, plus the fixed latency per transfer (~1.3 us); see ``runtime.platforms.DmaSpec``.
     """
     sim = current()
-    dv = _as_view(dst)
+    dv = as_view(dst)
     for arg, x in (("dst", dv), ("src", src)):
         if is_tile(x) and x.buffer.kind == "psum":
             raise err_unsupported_memory(f"'{api}': DMA cannot access PSUM ('{arg}' {x.describe()}); "
                                          "copy PSUM to SBUF first (nl.copy / nisa.tensor_copy)")
     if is_tile(src):
         src.partition_info()
-        isz = max(_dt.itemsize(src.dtype), _dt.itemsize(dv.dtype))
+        isz = max(dtypes.itemsize(src.dtype), dtypes.itemsize(dv.dtype))
     else:
-        isz = _dt.itemsize(dv.dtype)
+        isz = dtypes.itemsize(dv.dtype)
     if dv.buffer.kind in ON_CHIP:
         dv.partition_info()
     nbytes = _count(mask, dv.shape) * isz
     p = sim.platform
-    with sim.instruction(api, "dma", busy_ns=C.dma_time_ns(nbytes, p), latency_ns=p.dma_fixed_ns) as ins:
+    with sim.instruction(api, "dma", busy_ns=cost_model.dma_time_ns(nbytes, p),
+                         latency_ns=cost_model.dma_fixed_latency_ns(p)) as ins:
         vals = ins.read(src, mask) if is_tile(src) else src
         if is_tile(src):
             try:
@@ -166,31 +268,31 @@ def dma_copy(dst, src, mask=None, *, api="dma_copy"):
 def load(dst, src, mask=None):
     """HBM ``src`` -> SBUF ``dst`` (``nl.load``). err_unsupported_memory otherwise."""
     if is_tile(src):
-        _mem(src, ("hbm",), "load", "src")
-    _mem(_as_view(dst), ("sbuf",), "load", "dst")
+        check_memory(src, ("hbm",), "load", "src")
+    check_memory(as_view(dst), ("sbuf",), "load", "dst")
     return dma_copy(dst, src, mask, api="load")
 
 
 def store(dst, src, mask=None):
     """SBUF ``src`` (or a scalar) -> HBM ``dst`` (``nl.store``). Storing from PSUM is an error."""
-    _mem(_as_view(dst), ("hbm",), "store", "dst")
+    check_memory(as_view(dst), ("hbm",), "store", "dst")
     if is_tile(src):
-        _mem(src, ("sbuf",), "store", "value")
+        check_memory(src, ("sbuf",), "store", "value")
     return dma_copy(dst, src, mask, api="store")
 
 
 def load_transpose2d(dst, src, mask=None):
     """HBM ``src`` [A, B] -> SBUF ``dst`` [B, A] (DMA transpose, ``nl.load_transpose2d``)."""
     sim = current()
-    _mem(src, ("hbm",), "load_transpose2d", "src")
-    dv = _as_view(dst)
-    _mem(dv, ("sbuf",), "load_transpose2d", "dst")
+    check_memory(src, ("hbm",), "load_transpose2d", "src")
+    dv = as_view(dst)
+    check_memory(dv, ("sbuf",), "load_transpose2d", "dst")
     if len(src.shape) != 2:
         raise err_exceed_max_supported_dimension(f"'load_transpose2d' src {list(src.shape)}: rank 2 only")
-    nbytes = _count(None, src.shape) * _dt.itemsize(src.dtype)
+    nbytes = _count(None, src.shape) * dtypes.itemsize(src.dtype)
     p = sim.platform
-    with sim.instruction("load_transpose2d", "dma", busy_ns=C.dma_time_ns(nbytes, p),
-                         latency_ns=p.dma_fixed_ns) as ins:
+    with sim.instruction("load_transpose2d", "dma", busy_ns=cost_model.dma_time_ns(nbytes, p),
+                         latency_ns=cost_model.dma_fixed_latency_ns(p)) as ins:
         vals = ins.read(src)
         ins.write(dv, vals.T, mask)
     sim.timeline.dma_bytes += nbytes
@@ -206,7 +308,7 @@ def check_matmul_operands(stationary, moving, api="nc_matmul"):
         if x.shape and x.shape[0] > 128:
             raise err_num_partition_exceed_arch_limit(
                 f"'{api}': contraction (partition) size of {arg} {x.describe()} > 128")
-        _mem(x, ("sbuf",), api, arg)
+        check_memory(x, ("sbuf",), api, arg)
         x.partition_info()
     if len(stationary.shape) != 2 or len(moving.shape) != 2:
         raise err_exceed_max_supported_dimension(
@@ -234,23 +336,23 @@ def nc_matmul(dst, stationary, moving, *, accumulate=False, is_transpose=False, 
     """
     sim = current()
     api = "nc_matmul"
-    dv = _as_view(dst)
+    dv = as_view(dst)
     k1, m, n = check_matmul_operands(stationary, moving)
-    _mem(dv, ("psum",), api, "dst")
+    check_memory(dv, ("psum",), api, "dst")
     dv.partition_info()
-    if dv.dtype != _dt.float32 and not is_transpose:
+    if dv.dtype != dtypes.float32 and not is_transpose:
         raise err_unsupported_dtype(f"'{api}': matmul output must be float32 in PSUM, got {dv.describe()}")
     if tuple(dv.shape) != (m, n):
         raise ValueError(f"'{api}': dst shape {list(dv.shape)} != [{m}, {n}]")
-    fp32 = _dt.float32 in (stationary.dtype, moving.dtype)
-    cycles = C.matmul_cycles(m, n, fp32)
+    fp32 = dtypes.float32 in (stationary.dtype, moving.dtype)
+    cycles = cost_model.matmul_cycles(m, n, fp32)
     with sim.instruction(api, "tensor", cycles) as ins:
         a = _f32(ins.read(stationary))
         b = _f32(ins.read(moving))
         res = a.T @ b
         ins.write(dv, res, mask, accumulate=accumulate)
     if not is_transpose:
-        name = _dt.dtype_name(stationary.dtype if stationary.dtype != _dt.float32 else moving.dtype)
+        name = dtypes.dtype_name(stationary.dtype if stationary.dtype != dtypes.float32 else moving.dtype)
         if fp32:
             name = "float32"
         sim.timeline.add_flops(2.0 * k1 * m * n, name)
@@ -275,18 +377,18 @@ def nc_transpose(dst, data, *, engine=None, mask=None):
     """
     sim = current()
     api = "nc_transpose"
-    eng = _engine(engine, "tensor")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "tensor")
+    dv = as_view(dst)
     check_transpose_shape(data, eng)
     p, f = data.shape
     if eng == "tensor":
         _tile(data, api, "data", ("sbuf",))
         _tile(dv, api, "dst", ("psum",))
-        cycles = C.matmul_cycles(f, p, data.dtype == _dt.float32)
+        cycles = cost_model.matmul_cycles(f, p, data.dtype == dtypes.float32)
     else:
         _tile(data, api, "data")
         _tile(dv, api, "dst")
-        cycles = C.elementwise_cycles(f, sim.platform.min_ii_cycles)
+        cycles = cost_model.elementwise_cycles(f, sim.platform.core.min_ii_cycles)
     if tuple(dv.shape) != (f, p):
         raise ValueError(f"'{api}': dst shape {list(dv.shape)} != [{f}, {p}]")
     with sim.instruction(api, eng, cycles) as ins:
@@ -306,19 +408,19 @@ def activation(dst, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_re
     """
     sim = current()
     api = "activation"
-    eng = _engine(engine, "scalar")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "scalar")
+    dv = as_view(dst)
     p = _tile(data, api, "data")
     pd = _tile(dv, api, "dst")
     _samep(api, data=p, dst=pd)
     f = unary(op)
-    if is_tile(bias) and bias.dtype not in (_dt.float32, _dt.float16, _dt.bfloat16):
+    if is_tile(bias) and bias.dtype not in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
         raise err_activation_bias_invalid_type(f"'{api}': bias {bias.describe()}")
     if is_tile(scale) and free_size(scale.shape) != 1:
         raise err_activation_scale_scalar_or_vector(f"'{api}': scale {scale.describe()}")
     n = free_size(data.shape)
-    mi = sim.platform.min_ii_cycles
-    cycles = C.elementwise_cycles(n, mi) + (mi if reduce_res is not None else 0)
+    mi = sim.platform.core.min_ii_cycles
+    cycles = cost_model.elementwise_cycles(n, mi) + (mi if reduce_res is not None else 0)
     with sim.instruction(api if reduce_res is None else "activation_reduce", eng, cycles) as ins:
         x = _f32(ins.read(data, mask))
         s = _scalar_operand(ins, scale, p, api, "scale", err_activation_scale_scalar_or_vector)
@@ -331,7 +433,7 @@ def activation(dst, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_re
         ins.write(dv, y, mask)
         if reduce_res is not None:
             rop = op_name(reduce_op or "add")
-            rv = _as_view(reduce_res)
+            rv = as_view(reduce_res)
             _samep(api, data=p, reduce_res=_tile(rv, api, "reduce_res"))
             yr = y                                     # reduced in fp32, before the output cast
             if mask is not None:
@@ -352,8 +454,8 @@ def tensor_tensor(dst, data1, data2, op, *, engine=None, mask=None, accumulate_i
     """
     sim = current()
     api = "tensor_tensor"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     p1 = _tile(data1, api, "data1")
     p2 = _tile(data2, api, "data2")
     pd = _tile(dv, api, "dst")
@@ -366,8 +468,8 @@ def tensor_tensor(dst, data1, data2, op, *, engine=None, mask=None, accumulate_i
     f = binary(op)
     n = free_size(dv.shape)
     one_psum = (data1.buffer.kind == "psum") != (data2.buffer.kind == "psum")
-    all_bf16 = all(t.dtype == _dt.bfloat16 for t in (data1, data2, dv))
-    cycles = C.tensor_tensor_cycles(n, one_psum or all_bf16, sim.platform.min_ii_cycles)
+    all_bf16 = all(t.dtype == dtypes.bfloat16 for t in (data1, data2, dv))
+    cycles = cost_model.tensor_tensor_cycles(n, one_psum or all_bf16, sim.platform.core.min_ii_cycles)
     with sim.instruction(api, eng, cycles) as ins:
         a = _f32(ins.read(data1, mask))
         b = _f32(ins.read(data2, mask))
@@ -389,12 +491,12 @@ def tensor_scalar(dst, data, op0, operand0, *, reverse0=False, op1=None, operand
     """
     sim = current()
     api = "tensor_scalar"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     p = _tile(data, api, "data")
     _samep(api, data=p, dst=_tile(dv, api, "dst"))
     _gpsimd_no_psum(eng, api, data=data, dst=dv, operand0=operand0, operand1=operand1)
-    cycles = C.elementwise_cycles(free_size(dv.shape), sim.platform.min_ii_cycles)
+    cycles = cost_model.elementwise_cycles(free_size(dv.shape), sim.platform.core.min_ii_cycles)
     with sim.instruction(api, eng, cycles) as ins:
         x = _f32(ins.read(data, mask))
 
@@ -411,7 +513,13 @@ def tensor_scalar(dst, data, op0, operand0, *, reverse0=False, op1=None, operand
     return dst
 
 
-def _reduce_axes(axis, ndim, api, desc):
+def reduce_axes(axis, ndim: int, api: str, desc: str) -> tuple:
+    """The reduction axes of ``axis`` (int, sequence or None = every free axis) on a rank-``ndim``
+    tile, as a sorted tuple.
+
+    Raises:
+        err_reduce_axis_not_trailing_free: unless they are trailing free axes (never axis 0).
+    """
     if axis is None:
         axes = tuple(range(1, ndim))
     elif isinstance(axis, (list, tuple)):
@@ -432,15 +540,15 @@ def tensor_reduce(dst, op, data, axis, *, negate=False, keepdims=False, mask=Non
     """
     sim = current()
     api = "tensor_reduce"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     p = _tile(data, api, "data")
     _samep(api, data=p, dst=_tile(dv, api, "dst"))
     _gpsimd_no_psum(eng, api, data=data, dst=dv)
-    axes = _reduce_axes(axis, len(data.shape), api, data.describe())
+    axes = reduce_axes(axis, len(data.shape), api, data.describe())
     rop = op_name(op)
-    fast = data.dtype == _dt.bfloat16 and rop in ("add", "maximum")
-    cycles = C.tensor_reduce_cycles(free_size(data.shape), fast, sim.platform.min_ii_cycles)
+    fast = data.dtype == dtypes.bfloat16 and rop in ("add", "maximum")
+    cycles = cost_model.tensor_reduce_cycles(free_size(data.shape), fast, sim.platform.core.min_ii_cycles)
     with sim.instruction(api, eng, cycles) as ins:
         x = _f32(ins.read(data, mask))
         if mask is not None:
@@ -459,14 +567,14 @@ def tensor_copy(dst, src, *, engine=None, mask=None, allow_partition_broadcast=F
     """``dst = src`` with dtype conversion (Vector Engine by default). Cost: max(MIN_II, N)."""
     sim = current()
     api = "tensor_copy"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     p = _tile(src, api, "src")
     pd = _tile(dv, api, "dst")
     if not (allow_partition_broadcast and p == 1):
         _samep(api, src=p, dst=pd)
     _gpsimd_no_psum(eng, api, src=src, dst=dv)
-    cycles = C.elementwise_cycles(free_size(dv.shape), sim.platform.min_ii_cycles)
+    cycles = cost_model.elementwise_cycles(free_size(dv.shape), sim.platform.core.min_ii_cycles)
     with sim.instruction(api if not allow_partition_broadcast else "broadcast", eng, cycles) as ins:
         ins.write(dv, ins.read(src, mask), mask)
     return dst
@@ -476,13 +584,13 @@ def memset(dst, value, *, engine=None, mask=None):
     """``dst = value`` (Vector Engine by default). Cost: max(MIN_II, N)."""
     sim = current()
     api = "memset"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     _tile(dv, api, "dst")
     _gpsimd_no_psum(eng, api, dst=dv)
-    cycles = C.elementwise_cycles(free_size(dv.shape), sim.platform.min_ii_cycles)
+    cycles = cost_model.elementwise_cycles(free_size(dv.shape), sim.platform.core.min_ii_cycles)
     with sim.instruction(api, eng, cycles) as ins:
-        ins.write(dv, np.float32(value) if _dt.is_float(dv.dtype) else value, mask)
+        ins.write(dv, np.float32(value) if dtypes.is_float(dv.dtype) else value, mask)
     return dst
 
 
@@ -493,10 +601,10 @@ def iota(dst, expr, *, mask=None):
     """
     sim = current()
     api = "iota"
-    dv = _as_view(dst)
+    dv = as_view(dst)
     _tile(dv, api, "dst", ("sbuf",))
     vals = expr.values if isinstance(expr, IndexExpr) else np.asarray(expr)
-    with sim.instruction(api, "gpsimd", C.iota_cycles(free_size(dv.shape))) as ins:
+    with sim.instruction(api, "gpsimd", cost_model.iota_cycles(free_size(dv.shape))) as ins:
         ins.write(dv, vals, mask)
     return dst
 
@@ -509,11 +617,11 @@ def affine_select(dst, pred, on_true, on_false_value, *, mask=None):
     """
     sim = current()
     api = "affine_select"
-    dv = _as_view(dst)
+    dv = as_view(dst)
     p = _tile(on_true, api, "on_true", ("sbuf",))
     _samep(api, on_true=p, dst=_tile(dv, api, "dst", ("sbuf",)))
     pv = pred.values if isinstance(pred, Mask) else np.asarray(pred, dtype=bool)
-    with sim.instruction(api, "gpsimd", C.iota_cycles(free_size(dv.shape))) as ins:
+    with sim.instruction(api, "gpsimd", cost_model.iota_cycles(free_size(dv.shape))) as ins:
         x = _f32(ins.read(on_true, mask))
         pm = tile_broadcast(pv, x.shape)
         ins.write(dv, np.where(pm, x, np.float32(on_false_value)), mask)
@@ -524,15 +632,15 @@ def select(dst, cond, x, y, *, mask=None, engine=None):
     """``dst = where(cond, x, y)``; cond is a tile or Mask, y a tile or scalar (Vector Engine)."""
     sim = current()
     api = "select"
-    eng = _engine(engine, "vector")
-    dv = _as_view(dst)
+    eng = engine_name(engine, "vector")
+    dv = as_view(dst)
     pd = _tile(dv, api, "dst")
     ps = {"dst": pd}
     for nm, v in (("cond", cond), ("x", x), ("y", y)):
         if is_tile(v):
             ps[nm] = _tile(v, api, nm)
     _samep(api, **ps)
-    cycles = C.tensor_tensor_cycles(free_size(dv.shape), False, sim.platform.min_ii_cycles)
+    cycles = cost_model.tensor_tensor_cycles(free_size(dv.shape), False, sim.platform.core.min_ii_cycles)
     with sim.instruction(api, eng, cycles) as ins:
         c = ins.read(cond, mask) if is_tile(cond) else (cond.values if isinstance(cond, Mask) else cond)
         xv = _f32(ins.read(x, mask)) if is_tile(x) else np.float32(x)
@@ -552,14 +660,14 @@ def bn_stats(dst, data, *, mask=None):
     """
     sim = current()
     api = "bn_stats"
-    dv = _as_view(dst)
+    dv = as_view(dst)
     p = _tile(data, api, "data")
     _samep(api, data=p, dst=_tile(dv, api, "dst"))
     n = free_size(data.shape)
     if n > 512:
         raise err_size_of_dimension_exceed_arch_limit(
             f"'{api}': free size {n} of {data.describe()} > 512 (bn_stats_fmax)")
-    with sim.instruction(api, "vector", C.elementwise_cycles(n, sim.platform.min_ii_cycles)) as ins:
+    with sim.instruction(api, "vector", cost_model.elementwise_cycles(n, sim.platform.core.min_ii_cycles)) as ins:
         x = _f32(ins.read(data, mask)).reshape(p, n)
         out = np.zeros((p, 6), dtype=np.float32)
         for j, part in enumerate((x[:, 0::2], x[:, 1::2])):
@@ -578,13 +686,13 @@ def bn_aggr(dst, data, *, mask=None):
     variance (Vector Engine). Cost: max(MIN_II, 13 N / 3) (nki.isa.bn_aggr page)."""
     sim = current()
     api = "bn_aggr"
-    dv = _as_view(dst)
+    dv = as_view(dst)
     p = _tile(data, api, "data")
     _samep(api, data=p, dst=_tile(dv, api, "dst"))
     n = free_size(data.shape)
     if n % 3:
         raise ValueError(f"'{api}': free size {n} of {data.describe()} is not a multiple of 3")
-    with sim.instruction(api, "vector", C.bn_aggr_cycles(n, sim.platform.min_ii_cycles)) as ins:
+    with sim.instruction(api, "vector", cost_model.bn_aggr_cycles(n, sim.platform.core.min_ii_cycles)) as ins:
         s = _f32(ins.read(data, mask)).reshape(p, n // 3, 3).astype(np.float64)
         cnt, mu, m2 = s[..., 0], s[..., 1], s[..., 2]
         tot = cnt.sum(axis=1)
@@ -601,3 +709,6 @@ def device_print(prefix, x, *, mask=None):
     with sim.instruction("device_print", None) as ins:
         vals = ins.read(x, mask) if is_tile(x) else x
     print(prefix, np.asarray(vals))
+
+
+install_operators({"assign": assign, "accumulate": accumulate})

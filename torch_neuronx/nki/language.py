@@ -3,21 +3,23 @@
 Calls return new tiles (SBUF by default; PSUM for ``matmul`` / ``transpose``), built on the
 destination-passing instruction layer :mod:`.instructions`. Signatures follow AWS's
 ``nki.language`` API pages (Neuron SDK 2.2x). Tiles are ``(P, F...)`` with P <= 128 on axis 0.
+
+Importing this module also installs the meaning of Python operators on tiles (``a + b`` is
+``nl.add(a, b)``...) into :mod:`.tile`.
 """
 from __future__ import annotations
 
-import builtins
-
 import numpy as np
 
-from . import dtypes as _dt
-from . import instructions as I
+from . import dtypes, instructions
+from .context import active, current
 from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16, int32,
                      tfloat32, uint8, uint16, uint32)
 from .indexing import IndexExpr, Mask, arange, ds, mgrid  # noqa: F401  (re-exported)
+from .instructions import fresh_result
 from .memory import ON_CHIP, hbm, private_hbm, psum, sbuf, shared_hbm
-from .simulator import active, current
-from .tile import is_tile, par_dim
+from .ops import binary, unary
+from .tile import broadcast_shape, install_operators, is_tile, par_dim
 
 __all__ = [
     # dtypes and buffers
@@ -35,7 +37,7 @@ __all__ = [
 
 
 class tile_size:
-    """Hardware tile limits (AWS ``nki.language.tile_size``; NKI.md "Memory and tiles")."""
+    """Hardware tile limits (AWS ``nki.language.tile_size``)."""
     pmax = 128                  #: max partitions of an SBUF/PSUM tile
     psum_fmax = 512             #: max free size of a PSUM tile (one 2 KiB bank of fp32)
     gemm_stationary_fmax = 128  #: max free size of the matmul stationary (left) tile
@@ -63,9 +65,9 @@ def full(shape, fill_value, dtype, *, buffer=None, name="", **kwargs):
     t = sim.new_tensor(_shape(shape), dtype, buffer, name)
     if t.buffer.kind in ON_CHIP:
         for blk in np.ndindex(*t.shape[:t.pdim]):   # one memset per block (none when pdim == 0)
-            I.memset(t[blk] if blk else t, fill_value)
+            instructions.memset(t[blk] if blk else t, fill_value)
     else:
-        t.data[...] = _dt.round_to(np.full(t.shape, fill_value, dtype=np.float64), t.dtype)
+        t.data[...] = dtypes.round_to(np.full(t.shape, fill_value, dtype=np.float64), t.dtype)
         t.root.written = True
     return t
 
@@ -92,7 +94,7 @@ def empty_like(a, dtype=None, *, buffer=None, name="", **kwargs):
 
 def static_cast(array, dtype):
     """Host helper: a NumPy array converted to an NKI dtype (e.g. bf16 inputs for a kernel)."""
-    return np.asarray(array).astype(_dt.as_dtype(dtype))
+    return np.asarray(array).astype(dtypes.as_dtype(dtype))
 
 
 # ---- loops and SPMD --------------------------------------------------------------------------------
@@ -135,56 +137,38 @@ class nc(int):
     core, so the instances run one after the other on it."""
 
 
-# ---- results ---------------------------------------------------------------------------------------
-def _result(shape, dtype, buffer=sbuf, mask=None):
-    t = current().new_tensor(tuple(shape), dtype, buffer)
-    t._fresh = True
-    t._fresh_mask = mask
-    return t
-
-
-def _tile_shape(*xs):
-    shapes = [x.shape for x in xs if is_tile(x)]
-    n = builtins.max(len(s) for s in shapes)
-    padded = [tuple(s) + (1,) * (n - len(s)) for s in shapes]
-    try:
-        return tuple(np.broadcast_shapes(*padded))
-    except ValueError:
-        raise ValueError(f"tile shapes {[list(s) for s in shapes]} do not broadcast")
-
-
 # ---- memory ----------------------------------------------------------------------------------------
 def load(src, *, mask=None, dtype=None, **kwargs):
     """HBM -> new SBUF tile of ``src``'s (view) shape. ``dtype`` converts on the way."""
-    dst = _result(src.shape, dtype or src.dtype, sbuf, mask)
-    I.load(dst, src, mask)
+    dst = fresh_result(src.shape, dtype or src.dtype, sbuf, mask)
+    instructions.load(dst, src, mask)
     return dst
 
 
 def store(dst, value, *, mask=None, **kwargs):
     """SBUF tile (or scalar) -> HBM ``dst``; PSUM values raise ``err_unsupported_memory``."""
-    I.store(dst, value, mask)
+    instructions.store(dst, value, mask)
 
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     """HBM [A, B] -> new SBUF tile [B, A]."""
-    dst = _result((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf, mask)
-    I.load_transpose2d(dst, src, mask)
+    dst = fresh_result((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf, mask)
+    instructions.load_transpose2d(dst, src, mask)
     return dst
 
 
 def copy(src, *, mask=None, dtype=None, **kwargs):
     """New SBUF tile copied from ``src`` (SBUF or PSUM), e.g. PSUM matmul result -> SBUF."""
-    dst = _result(src.shape, dtype or src.dtype, sbuf, mask)
-    I.tensor_copy(dst, src, mask=mask)
+    dst = fresh_result(src.shape, dtype or src.dtype, sbuf, mask)
+    instructions.tensor_copy(dst, src, mask=mask)
     return dst
 
 
 def broadcast_to(src, shape, **kwargs):
     """New SBUF tile of ``shape``: size-1 partition / free dims of ``src`` replicated."""
     shape = _shape(shape)
-    dst = _result(shape, src.dtype, sbuf)
-    I.tensor_copy(dst, src, allow_partition_broadcast=True)
+    dst = fresh_result(shape, src.dtype, sbuf)
+    instructions.tensor_copy(dst, src, allow_partition_broadcast=True)
     return dst
 
 
@@ -196,11 +180,10 @@ _SCALAR_ENGINE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gel
 def _unary(name):
     def fn(x, *, dtype=None, mask=None, **kwargs):
         if not is_tile(x):
-            from .ops import unary
             return float(unary(name)(np.float32(x)))
-        dst = _result(x.shape, dtype or x.dtype, sbuf, mask)
+        dst = fresh_result(x.shape, dtype or x.dtype, sbuf, mask)
         eng = "scalar" if name in _SCALAR_ENGINE else "vector"
-        I.activation(dst, name, x, mask=mask, engine=eng)
+        instructions.activation(dst, name, x, mask=mask, engine=eng)
         return dst
     fn.__name__ = name
     fn._nki_op_name = name
@@ -212,17 +195,16 @@ def _unary(name):
 
 def _binary(name):
     def fn(x, y, *, dtype=None, mask=None, **kwargs):
-        from .ops import binary
         if not is_tile(x) and not is_tile(y):
             return binary(name)(np.float32(x), np.float32(y)).item()
         if is_tile(x) and is_tile(y):
-            shape = _tile_shape(x, y)
-            dst = _result(shape, dtype or _dt.promote(x.dtype, y.dtype), sbuf, mask)
-            I.tensor_tensor(dst, x, y, name, mask=mask)
+            shape = broadcast_shape(x, y)
+            dst = fresh_result(shape, dtype or dtypes.promote(x.dtype, y.dtype), sbuf, mask)
+            instructions.tensor_tensor(dst, x, y, name, mask=mask)
             return dst
         tile, scalar, rev = (x, y, False) if is_tile(x) else (y, x, True)
-        dst = _result(tile.shape, dtype or tile.dtype, sbuf, mask)
-        I.tensor_scalar(dst, tile, name, scalar, reverse0=rev, mask=mask)
+        dst = fresh_result(tile.shape, dtype or tile.dtype, sbuf, mask)
+        instructions.tensor_scalar(dst, tile, name, scalar, reverse0=rev, mask=mask)
         return dst
     fn.__name__ = name
     fn._nki_op_name = name
@@ -248,19 +230,19 @@ identity.__name__ = "identity"
 def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
     """``x`` where ``condition`` else ``y`` (tiles or scalars) -> new SBUF tile (Vector Engine)."""
     tiles = [t for t in (condition, x, y) if is_tile(t)]
-    shape = _tile_shape(*tiles)
-    dst = _result(shape, dtype or _dt.promote(*[t.dtype for t in (x, y) if is_tile(t)]), sbuf, mask)
-    I.select(dst, condition, x, y, mask=mask)
+    shape = broadcast_shape(*tiles)
+    dst = fresh_result(shape, dtype or dtypes.promote(*[t.dtype for t in (x, y) if is_tile(t)]), sbuf, mask)
+    instructions.select(dst, condition, x, y, mask=mask)
     return dst
 
 
 # ---- reductions ------------------------------------------------------------------------------------
 def _reduce(opname, x, axis, dtype, mask, keepdims, negate=False):
-    axes = I._reduce_axes(axis, len(x.shape), opname, x.describe())
+    axes = instructions.reduce_axes(axis, len(x.shape), opname, x.describe())
     shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if keepdims else \
         tuple(s for i, s in enumerate(x.shape) if i not in axes)
-    dst = _result(shape, dtype or x.dtype, sbuf, mask)
-    I.tensor_reduce(dst, opname, x, axes, negate=negate, keepdims=keepdims, mask=mask)
+    dst = fresh_result(shape, dtype or x.dtype, sbuf, mask)
+    instructions.tensor_reduce(dst, opname, x, axes, negate=negate, keepdims=keepdims, mask=mask)
     return dst
 
 
@@ -287,10 +269,10 @@ def prod(x, axis, *, dtype=None, mask=None, keepdims=False, **kwargs):
 def mean(x, axis, *, dtype=None, mask=None, keepdims=False, **kwargs):
     """Mean over trailing free ``axis`` (axes): a sum (tensor_reduce) then a scale (tensor_scalar)."""
     s = _reduce("add", x, axis, float32, mask, keepdims)
-    axes = I._reduce_axes(axis, len(x.shape), "mean", x.describe())
+    axes = instructions.reduce_axes(axis, len(x.shape), "mean", x.describe())
     n = int(np.prod([x.shape[a] for a in axes]))
-    dst = _result(s.shape, dtype or x.dtype, sbuf, mask)
-    I.tensor_scalar(dst, s, "multiply", 1.0 / n, mask=mask)
+    dst = fresh_result(s.shape, dtype or x.dtype, sbuf, mask)
+    instructions.tensor_scalar(dst, s, "multiply", 1.0 / n, mask=mask)
     return dst
 
 
@@ -302,49 +284,55 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kwargs):
     Without ``transpose_x`` a Tensor-Engine transpose of x (and a PSUM->SBUF copy) is inserted.
     """
     if not transpose_x:
-        I._mem(x, ("sbuf",), "matmul", "x")
-        I.check_transpose_shape(x, "tensor", "matmul")
-        xt_ps = _result((x.shape[1], x.shape[0]), x.dtype, psum)
-        I.nc_transpose(xt_ps, x, engine="tensor")
-        xt = _result(xt_ps.shape, x.dtype, sbuf)
-        I.tensor_copy(xt, xt_ps)
+        instructions.check_memory(x, ("sbuf",), "matmul", "x")
+        instructions.check_transpose_shape(x, "tensor", "matmul")
+        xt_ps = fresh_result((x.shape[1], x.shape[0]), x.dtype, psum)
+        instructions.nc_transpose(xt_ps, x, engine="tensor")
+        xt = fresh_result(xt_ps.shape, x.dtype, sbuf)
+        instructions.tensor_copy(xt, xt_ps)
         x = xt
-    I.check_matmul_operands(x, y, "matmul")
-    dst = _result((x.shape[1], y.shape[1]), float32, psum, mask)
-    I.nc_matmul(dst, x, y, mask=mask)
+    instructions.check_matmul_operands(x, y, "matmul")
+    dst = fresh_result((x.shape[1], y.shape[1]), float32, psum, mask)
+    instructions.nc_matmul(dst, x, y, mask=mask)
     return dst
 
 
 def transpose(x, *, dtype=None, mask=None, **kwargs):
     """2-D partition<->free transpose of an SBUF tile (<= 128 x 128) on the Tensor Engine -> PSUM."""
-    I.check_transpose_shape(x, "tensor", "transpose")
-    dst = _result((x.shape[1], x.shape[0]), dtype or x.dtype, psum, mask)
-    I.nc_transpose(dst, x, engine="tensor", mask=mask)
+    instructions.check_transpose_shape(x, "tensor", "transpose")
+    dst = fresh_result((x.shape[1], x.shape[0]), dtype or x.dtype, psum, mask)
+    instructions.nc_transpose(dst, x, engine="tensor", mask=mask)
     return dst
 
 
 def softmax(x, axis, *, dtype=None, compute_dtype=None, mask=None, **kwargs):
     """softmax along the trailing free ``axis``: max (Vector), exp(x - max) with a fused sum
     (Scalar activation_reduce), reciprocal and scale (Vector) -> new SBUF tile."""
-    axes = I._reduce_axes(axis, len(x.shape), "softmax", x.describe())
+    axes = instructions.reduce_axes(axis, len(x.shape), "softmax", x.describe())
     if axes != (len(x.shape) - 1,) and len(x.shape) > 2:
         raise NotImplementedError("softmax over several axes")
     p = x.shape[0]
-    mx = _result((p, 1), float32, sbuf)
-    I.tensor_reduce(mx, "maximum", x, axes, negate=True, keepdims=True, mask=mask)
-    e = _result(x.shape, float32, sbuf)
-    s = _result((p, 1), float32, sbuf)
-    I.activation(e, "exp", x, bias=mx, reduce_res=s, mask=mask)
-    r = _result((p, 1), float32, sbuf)
-    I.activation(r, "reciprocal", s, engine="vector")
-    dst = _result(x.shape, dtype or x.dtype, sbuf, mask)
-    I.tensor_scalar(dst, e, "multiply", r, mask=mask)
+    mx = fresh_result((p, 1), float32, sbuf)
+    instructions.tensor_reduce(mx, "maximum", x, axes, negate=True, keepdims=True, mask=mask)
+    e = fresh_result(x.shape, float32, sbuf)
+    s = fresh_result((p, 1), float32, sbuf)
+    instructions.activation(e, "exp", x, bias=mx, reduce_res=s, mask=mask)
+    r = fresh_result((p, 1), float32, sbuf)
+    instructions.activation(r, "reciprocal", s, engine="vector")
+    dst = fresh_result(x.shape, dtype or x.dtype, sbuf, mask)
+    instructions.tensor_scalar(dst, e, "multiply", r, mask=mask)
     return dst
 
 
 def device_print(prefix, x, *, mask=None, **kwargs):
     """Print a tile's values during simulation (no cost)."""
-    I.device_print(prefix, x, mask=mask)
+    instructions.device_print(prefix, x, mask=mask)
 
 
 del _n
+
+# Python operators on tiles mean these functions.
+install_operators({name: globals()[name] for name in (
+    "add", "subtract", "multiply", "divide", "power", "negative", "abs", "less", "less_equal",
+    "greater", "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "broadcast_to")})

@@ -4,8 +4,9 @@ Buffers exposed to kernels (``nl.sbuf`` etc.) are :class:`Buffer` objects. ``nl.
 ``nl.private_hbm`` are the same buffer (per-kernel device memory); ``nl.shared_hbm`` is HBM whose
 tensors can be returned from the kernel and are shared by every SPMD program instance.
 
-Capacities come from :mod:`.platforms` (SBUF 192 KiB/partition on trn1, 224 KiB on trn2/trn3;
-PSUM 16 KiB/partition; HBM per core). A live allocation is freed when its Python object is
+Capacities come from the platform row (``torch_neuronx.runtime.platforms``): SBUF 192 KiB per
+partition on NeuronCore-v2 (trn1, inf2), 224 KiB on v3 (trn2), 256 KiB on v4 (trn3); PSUM 16 KiB per
+partition; HBM: the chip's HBM divided among its physical cores. A live allocation is freed when its Python object is
 garbage-collected or when the loop iteration that declared it ends (NKI scoping: a tensor declared in
 a loop body lives for one iteration), whichever comes first.
 """
@@ -56,12 +57,15 @@ class Allocator:
 
     SBUF and PSUM are counted in bytes per partition (every tile occupies the same byte range on each
     partition it uses); HBM in total bytes.
+
+    Args:
+        platform: a :class:`torch_neuronx.runtime.platforms.Platform` row.
     """
 
     def __init__(self, platform):
-        self.capacity = {"sbuf": platform.sbuf_bytes_per_partition,
-                         "psum": platform.psum_bytes_per_partition,
-                         "hbm": platform.hbm_bytes}
+        self.capacity = {"sbuf": platform.core.sbuf_bytes_per_partition,
+                         "psum": platform.core.psum_bytes_per_partition,
+                         "hbm": platform.hbm_bytes_per_physical_core}
         self.live = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.peak = dict(self.live)
         self.platform = platform

@@ -2,13 +2,15 @@
 
 A :class:`NeuronCoreSim` owns the allocator (HBM/SBUF/PSUM capacities), the loop stack used for
 ``affine_range`` write-conflict detection, the SPMD launch state, and the cost-model
-:class:`~.cost_model.Timeline`. Instructions (module :mod:`.instructions`) use
+:class:`~.cost_model.Timeline`. The instruction layer (:mod:`.instructions`, above this module) uses
 ``with sim.instruction(...) as ins: ins.read(...); ins.write(...)``; reads and writes are checked
 (bounds, masks, immutability, conflicts), applied to the NumPy storage with dtype rounding, and timed.
 
-Checks implemented here (NKI.md "Simulator checks"): 1 (partition limit at allocation), 5 (bounds,
-via :mod:`.indexing`), 6 (affine_range write-write conflicts, PSUM ``+=`` excepted), 7 (inputs
-read-only, outputs written), 8 (poisoned fresh allocations).
+Checks implemented here: the partition limit at allocation (``err_num_partition_exceed_arch_limit``),
+bounds (via :mod:`.indexing`, ``err_tensor_access_out_of_bound``), affine_range write-write conflicts
+(``err_unexpected_output_dependencies``, PSUM ``+=`` excepted), read-only inputs and written outputs
+(``err_cannot_update_immutable_parameter``, ``err_tensor_output_not_written_to``), and poisoned fresh
+allocations (NaN / 4, so reads of unwritten memory show).
 """
 from __future__ import annotations
 
@@ -19,36 +21,23 @@ import weakref
 
 import numpy as np
 
-from . import dtypes as _dt
+from . import context, dtypes
 from .cost_model import Timeline
 from .errors import (err_cannot_update_immutable_parameter, err_invalid_program_axis,
-                     err_nki_api_outside_of_nki_kernel, err_num_partition_exceed_arch_limit,
-                     err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
-                     err_store_dst_shape_smaller_than_other_shape, err_tensor_output_not_written_to,
-                     err_unexpected_output_dependencies, err_unsupported_memory)
+                     err_num_partition_exceed_arch_limit, err_shared_hbm_must_in_kernel_level,
+                     err_size_of_dimension_exceed_arch_limit, err_store_dst_shape_smaller_than_other_shape,
+                     err_tensor_output_not_written_to, err_unexpected_output_dependencies,
+                     err_unsupported_memory)
 from .indexing import as_mask_array, resolve, tile_broadcast
 from .memory import Allocator, ON_CHIP, as_buffer
+from .ops import binary
 from .platforms import get_platform
-from .tile import NkiTensor, ParDim, View, is_tile
+from .tile import NkiTensor, ParDim, as_view, is_tile
 from .typing import is_mutable_annotation
 
-__all__ = ["NeuronCoreSim", "current", "active", "run_kernel", "LoopFrame"]
+__all__ = ["NeuronCoreSim", "Instr", "run_kernel", "LoopFrame"]
 
-_STACK: list = []
 _frame_ids = itertools.count()
-
-
-def current() -> "NeuronCoreSim":
-    """The simulator running the current kernel; raises ``err_nki_api_outside_of_nki_kernel``."""
-    if not _STACK:
-        raise err_nki_api_outside_of_nki_kernel("no kernel is running (decorate it with nki.jit and "
-                                                "call it, or use nki.simulate_kernel)")
-    return _STACK[-1]
-
-
-def active():
-    """The running simulator or None."""
-    return _STACK[-1] if _STACK else None
 
 
 class LoopFrame:
@@ -69,10 +58,6 @@ class LoopFrame:
         self.allocs.clear()
 
 
-def _as_view(x):
-    return x if isinstance(x, View) else View(x, x.comps, x.shape, False)
-
-
 class Instr:
     """Reads/writes of one instruction; timed on exit (see :class:`NeuronCoreSim.instruction`)."""
 
@@ -91,9 +76,9 @@ class Instr:
 
     def read(self, x, mask=None) -> np.ndarray:
         """Values of tile/view ``x`` (view-shaped storage array). Masked-off elements read as 0."""
-        v = _as_view(x)
+        v = as_view(x)
         t = v.tensor
-        t._fresh = False
+        t.fresh = False
         m = None
         if mask is not None:
             try:
@@ -115,7 +100,7 @@ class Instr:
         ``accumulate``: dst = dst <op> values (``accumulate_op``, default add); PSUM accumulation is
         exempt from the affine_range conflict check (as is ``exempt=True``: PSUM read-modify-write).
         """
-        v = _as_view(dst)
+        v = as_view(dst)
         t = v.tensor
         root = t.root
         if root.immutable:
@@ -128,13 +113,12 @@ class Instr:
                 f"source shape {list(np.shape(values))}")
         m = as_mask_array(mask, v.shape) if mask is not None else None
         idx, sel = resolve(v.comps, t.shape, v.shape, v.advanced, m, t.name)
-        self.sim._check_conflict(t, idx, accumulate or exempt, self.name)
+        self.sim.check_write_conflict(t, idx, accumulate or exempt, self.name)
         new = vals[sel] if sel is not Ellipsis else vals
         if accumulate:
             old = t.data[idx].astype(np.float32)
-            from .ops import binary
             new = binary(accumulate_op or "add")(old, np.asarray(new, dtype=np.float32))
-        t.data[idx] = _dt.round_to(new, t.dtype)
+        t.data[idx] = dtypes.round_to(new, t.dtype)
         root.written = True
         self.writes.append((t, idx))
 
@@ -143,7 +127,8 @@ class NeuronCoreSim:
     """State of one simulated NeuronCore for one kernel launch.
 
     Args:
-        platform: "trn1" | "trn2" | "trn3" or a :class:`~.platforms.Platform`.
+        platform: "trn1" | "trn2" | "trn3" | "inf2", a ``torch_neuronx.runtime.platforms.Platform``,
+            or None for the default (the ``neuron`` device's platform; see :mod:`.platforms`).
     """
 
     def __init__(self, platform=None):
@@ -159,13 +144,9 @@ class NeuronCoreSim:
         self.instructions = 0
 
     # ---- activation -----------------------------------------------------------------------------
-    @contextlib.contextmanager
     def activate(self):
-        _STACK.append(self)
-        try:
-            yield self
-        finally:
-            _STACK.remove(self)
+        """Context manager making this simulator the current one (:func:`.context.current`)."""
+        return context.activate(self)
 
     # ---- allocation -----------------------------------------------------------------------------
     def new_tensor(self, shape, dtype, buffer=None, name="", fill=None, data=None) -> NkiTensor:
@@ -176,7 +157,7 @@ class NeuronCoreSim:
         ``err_shared_hbm_must_in_kernel_level`` and ``err_buffer_capacity_exceeded``.
         """
         buf = as_buffer(buffer)
-        dtype = _dt.as_dtype(dtype if dtype is not None else _dt.float32)
+        dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         pdim = 0
         for i, s in enumerate(shape):
@@ -184,15 +165,15 @@ class NeuronCoreSim:
                 pdim = i
                 break
         shape = tuple(int(s) for s in shape)
-        desc = f"'{name or 'tile'}' {list(shape)} {_dt.dtype_name(dtype)} in {buf.name}"
-        nbytes_elem = _dt.itemsize(dtype)
+        desc = f"'{name or 'tile'}' {list(shape)} {dtypes.dtype_name(dtype)} in {buf.name}"
+        nbytes_elem = dtypes.itemsize(dtype)
         if buf.kind in ON_CHIP:
             if not shape:
                 raise ValueError(f"{desc}: SBUF/PSUM tiles need a partition dimension")
             p = shape[pdim]
-            if p > self.platform.num_partitions:
+            if p > self.platform.core.partitions:
                 raise err_num_partition_exceed_arch_limit(
-                    f"{desc}: {p} partitions > {self.platform.num_partitions}")
+                    f"{desc}: {p} partitions > {self.platform.core.partitions}")
             free = int(np.prod(shape[pdim + 1:])) if len(shape) > pdim + 1 else 1
             if buf.kind == "psum" and free > 512:
                 raise err_size_of_dimension_exceed_arch_limit(
@@ -216,11 +197,11 @@ class NeuronCoreSim:
                 return t
         rec = self.allocator.alloc(buf.kind, nbytes, desc)
         if data is None:
-            sd = _dt.storage_dtype(dtype)
-            fv = _dt.poison_value(dtype) if fill is None else fill
+            sd = dtypes.storage_dtype(dtype)
+            fv = dtypes.poison_value(dtype) if fill is None else fill
             data = np.full(shape, fv, dtype=sd)
             if fill is not None:
-                data = _dt.round_to(data, dtype)
+                data = dtypes.round_to(data, dtype)
         t = NkiTensor(shape, dtype, buf, data, pdim, name)
         weakref.finalize(t, rec.release)
         if self.loops and buf.kind in ON_CHIP:
@@ -233,7 +214,7 @@ class NeuronCoreSim:
     def input_tensor(self, arr: np.ndarray, name: str, mutable: bool = False) -> NkiTensor:
         """An HBM tensor holding a copy of kernel input ``arr``: immutable unless ``mutable``
         (parameter annotated ``nt.mutable_tensor``; written back to ``arr`` by :func:`run_kernel`)."""
-        dt, data = _dt.input_storage(np.asarray(arr), f"kernel input '{name}'")
+        dt, data = dtypes.input_storage(np.asarray(arr), f"kernel input '{name}'")
         t = self.new_tensor(arr.shape, dt, "hbm", name=name, data=data)
         t.immutable = not mutable
         return t
@@ -255,7 +236,13 @@ class NeuronCoreSim:
             for r in frame.roots:
                 r.marks_.pop(frame.id, None)
 
-    def _check_conflict(self, t: NkiTensor, idx, accumulate: bool, api: str):
+    def check_write_conflict(self, t: NkiTensor, idx, accumulate: bool, api: str) -> None:
+        """Record a write of ``t[idx]`` by instruction ``api`` in every enclosing affine_range loop.
+
+        Raises:
+            err_unexpected_output_dependencies: when another iteration of such a loop wrote the same
+                elements (a PSUM accumulation, ``accumulate=True`` in PSUM, is exempt).
+        """
         root = t.root
         if accumulate and t.buffer.kind == "psum":
             return
@@ -310,69 +297,6 @@ class NeuronCoreSim:
                 continue
             rd = t.aux("read_done")
             rd[idx] = np.maximum(rd[idx], end)
-
-    # ---- assignment and accumulation (tile[...] = x, tile += x) -------------------------------------
-    def assign(self, dst: View, value):
-        """``dst[...] = value``: a fresh instruction result is written in place (no extra instruction);
-        an existing tile is copied with tensor_copy; a scalar is memset."""
-        from . import instructions as I
-        if is_tile(value) and getattr(value, "_accumulated", False) and isinstance(value, View) \
-                and value.tensor is dst.tensor:
-            value._accumulated = False
-            return
-        if not is_tile(value):
-            if dst.buffer.kind not in ON_CHIP:
-                raise err_unsupported_memory(f"assignment of a scalar to {dst.describe()}: HBM is "
-                                             "written with nl.store")
-            I.memset(dst, value)
-            return
-        if isinstance(value, NkiTensor) and value._fresh and value.buffer.kind == dst.buffer.kind:
-            self._retarget(dst, value)
-            return
-        if dst.buffer.kind not in ON_CHIP or value.buffer.kind not in ON_CHIP:
-            raise err_unsupported_memory(
-                f"assignment {dst.describe()} = {value.describe()}: tiles move between HBM and "
-                "SBUF only with nl.load / nl.store / nisa.dma_copy")
-        I.tensor_copy(dst, value)
-
-    def _retarget(self, dst: View, value: NkiTensor):
-        dv = _as_view(dst)
-        t = dv.tensor
-        if t.root.immutable:
-            raise err_cannot_update_immutable_parameter(f"assignment writes input {t.describe()}")
-        try:
-            vals = tile_broadcast(value.data, dv.shape)
-            rdy = tile_broadcast(value.aux("ready"), dv.shape) if value.aux_ else None
-        except ValueError:
-            raise err_store_dst_shape_smaller_than_other_shape(
-                f"destination {dv.describe()} vs source {value.describe()}")
-        m = as_mask_array(value._fresh_mask, dv.shape) if value._fresh_mask is not None else None
-        idx, sel = resolve(dv.comps, t.shape, dv.shape, dv.advanced, m, t.name)
-        self._check_conflict(t, idx, False, "assignment")
-        t.data[idx] = _dt.round_to(vals[sel] if sel is not Ellipsis else vals, t.dtype)
-        t.root.written = True
-        if rdy is not None:
-            t.aux("ready")[idx] = rdy[sel] if sel is not Ellipsis else rdy
-        value._fresh = False
-
-    def accumulate(self, dst, value, op: str):
-        """``dst op= value``. PSUM += fresh matmul result is the Tensor Engine's free accumulation;
-        anything else is a tensor_tensor instruction writing back into ``dst``."""
-        from . import instructions as I
-        dv = _as_view(dst)
-        if (op == "add" and dv.buffer.kind == "psum" and isinstance(value, NkiTensor) and value._fresh
-                and value.buffer.kind == "psum"):
-            t = dv.tensor
-            vals = tile_broadcast(value.data, dv.shape)
-            idx, sel = resolve(dv.comps, t.shape, dv.shape, dv.advanced, None, t.name)
-            t.data[idx] = _dt.round_to(t.data[idx] + vals, t.dtype)
-            t.root.written = True
-            if value.aux_:
-                r = t.aux("ready")
-                r[idx] = np.maximum(r[idx], tile_broadcast(value.aux("ready"), dv.shape))
-            value._fresh = False
-            return
-        I.tensor_tensor(dv, dv, value, op, accumulate_into=True)
 
     # ---- SPMD -----------------------------------------------------------------------------------
     def program_id(self, axis: int) -> int:
@@ -429,7 +353,8 @@ def run_kernel(fn, args, kwargs, grid=(), platform=None):
             ``nt.mutable_tensor``: writable, and written back into the caller's array after the run;
             returning one returns the caller's array); other values pass through.
         grid: SPMD launch grid, e.g. ``(2, 3)``; every program instance runs in turn.
-        platform: "trn1" | "trn2" | "trn3".
+        platform: "trn1" | "trn2" | "trn3" | "inf2", a runtime ``Platform`` row, or None for the
+            default platform (see :mod:`.platforms`).
 
     Returns:
         ``(outputs, sim)`` where outputs mirror the kernel's return value with NumPy arrays.
@@ -507,15 +432,15 @@ def _run_kernel(fn, args, kwargs, grid, platform):
 
         for t, arr in mutables:            # in-place update of the caller's array (nt.mutable_tensor)
             if t.written:
-                np.copyto(arr, _dt.output_array(t.data, t.dtype), casting="unsafe")
+                np.copyto(arr, dtypes.output_array(t.data, t.dtype), casting="unsafe")
         mutable_arrays = {id(t): arr for t, arr in mutables}
 
         def conv(o):
             if is_tile(o):
-                v = _as_view(o)
+                v = as_view(o)
                 if id(v.tensor) in mutable_arrays and isinstance(o, NkiTensor):
                     return mutable_arrays[id(v.tensor)]
-                return _dt.output_array(np.asarray(v.tensor.data[tuple(v.comps)]), v.tensor.dtype)
+                return dtypes.output_array(np.asarray(v.tensor.data[tuple(v.comps)]), v.tensor.dtype)
             return o
         result = _rebuild(first_ret, conv)
     return result, sim

@@ -6,23 +6,61 @@
 * :class:`View` is a subscript of a tensor (``t[i_p, i_f]``, ``t[k]``, ``t[:, 0:64]``); it keeps the
   per-dimension index components so reads and writes can be masked and bounds-checked.
 
-Both behave as *tiles*: Python operators map to ``nl`` functions, ``t[...] = value`` writes, and
-``t += x`` accumulates (free PSUM accumulation when ``x`` is a fresh matmul result).
+Both behave as *tiles*: Python operators, ``t[...] = value`` and ``t += x`` work on them. What that
+syntax means belongs to the layers above, which install it with :func:`install_operators`: the
+instruction layer installs ``assign`` / ``accumulate`` (``t[...] = x`` and ``t op= x``), the
+``nki.language`` front end the arithmetic, comparison and logical operators (``nl.add`` ...). This
+module therefore imports neither.
 """
 from __future__ import annotations
 
 import itertools
+from typing import Callable, Mapping
 
 import numpy as np
 
-from . import dtypes as _dt
+from . import dtypes
 from .errors import err_failed_to_infer_tile_from_local_tensor, err_partition_stride_not_supported
-from .indexing import normalize_key, _slice_len, _full_arrays
+from .indexing import full_index_arrays, normalize_key, slice_len
 from .memory import ON_CHIP
 
-__all__ = ["ParDim", "par_dim", "NkiTensor", "View", "is_tile"]
+__all__ = ["ParDim", "par_dim", "NkiTensor", "View", "is_tile", "as_view", "broadcast_shape",
+           "install_operators", "OPERATOR_NAMES"]
 
 _ids = itertools.count()
+
+OPERATOR_NAMES = (
+    "assign", "accumulate", "broadcast_to",
+    "add", "subtract", "multiply", "divide", "power", "negative", "abs",
+    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+)
+"""The operations tile syntax dispatches to; each is installed by a layer above this one:
+``assign(dst_view, value)``, ``accumulate(dst, value, op_name)`` (the instruction layer) and the
+``nl`` functions of the same names (the front end)."""
+
+_OPERATORS: dict[str, Callable] = {}
+
+
+def install_operators(table: Mapping[str, Callable]) -> None:
+    """Install what tile syntax means: ``table`` maps names of :data:`OPERATOR_NAMES` to callables.
+
+    Raises:
+        ValueError: for a name that is not one of :data:`OPERATOR_NAMES`.
+    """
+    unknown = sorted(set(table) - set(OPERATOR_NAMES))
+    if unknown:
+        raise ValueError(f"install_operators: {unknown} are not tile operators; known: {OPERATOR_NAMES}")
+    _OPERATORS.update(table)
+
+
+def _operator(name: str) -> Callable:
+    try:
+        return _OPERATORS[name]
+    except KeyError:
+        raise RuntimeError(f"tile operator '{name}' is not installed: import torch_neuronx.nki (or "
+                           "torch_neuronx.nki.language), which installs the meaning of Python "
+                           "operators on tiles") from None
 
 
 class ParDim(int):
@@ -35,11 +73,6 @@ class ParDim(int):
 def par_dim(size: int) -> ParDim:
     """Mark ``size`` as the partition dimension of a new tile shape (dims before it are block dims)."""
     return ParDim(size)
-
-
-def _lang():
-    from . import language
-    return language
 
 
 class _TileOps:
@@ -73,45 +106,43 @@ class _TileOps:
         return self._view(key)
 
     def __setitem__(self, key, value):
-        from .simulator import current
-        current().assign(self._view(key), value)
+        _operator("assign")(self._view(key), value)
 
-    # --- arithmetic -> nl functions ------------------------------------------------------------
-    def __add__(self, o): return _lang().add(self, o)
-    def __radd__(self, o): return _lang().add(o, self)
-    def __sub__(self, o): return _lang().subtract(self, o)
-    def __rsub__(self, o): return _lang().subtract(o, self)
-    def __mul__(self, o): return _lang().multiply(self, o)
-    def __rmul__(self, o): return _lang().multiply(o, self)
-    def __truediv__(self, o): return _lang().divide(self, o)
-    def __rtruediv__(self, o): return _lang().divide(o, self)
-    def __pow__(self, o): return _lang().power(self, o)
-    def __rpow__(self, o): return _lang().power(o, self)
-    def __neg__(self): return _lang().negative(self)
-    def __abs__(self): return _lang().abs(self)
-    def __lt__(self, o): return _lang().less(self, o)
-    def __le__(self, o): return _lang().less_equal(self, o)
-    def __gt__(self, o): return _lang().greater(self, o)
-    def __ge__(self, o): return _lang().greater_equal(self, o)
-    def __and__(self, o): return _lang().logical_and(self, o)
-    def __or__(self, o): return _lang().logical_or(self, o)
-    def __xor__(self, o): return _lang().logical_xor(self, o)
-    def __invert__(self): return _lang().logical_not(self)
+    # --- arithmetic -> the installed nl functions ---------------------------------------------
+    def __add__(self, o): return _operator("add")(self, o)
+    def __radd__(self, o): return _operator("add")(o, self)
+    def __sub__(self, o): return _operator("subtract")(self, o)
+    def __rsub__(self, o): return _operator("subtract")(o, self)
+    def __mul__(self, o): return _operator("multiply")(self, o)
+    def __rmul__(self, o): return _operator("multiply")(o, self)
+    def __truediv__(self, o): return _operator("divide")(self, o)
+    def __rtruediv__(self, o): return _operator("divide")(o, self)
+    def __pow__(self, o): return _operator("power")(self, o)
+    def __rpow__(self, o): return _operator("power")(o, self)
+    def __neg__(self): return _operator("negative")(self)
+    def __abs__(self): return _operator("abs")(self)
+    def __lt__(self, o): return _operator("less")(self, o)
+    def __le__(self, o): return _operator("less_equal")(self, o)
+    def __gt__(self, o): return _operator("greater")(self, o)
+    def __ge__(self, o): return _operator("greater_equal")(self, o)
+    def __and__(self, o): return _operator("logical_and")(self, o)
+    def __or__(self, o): return _operator("logical_or")(self, o)
+    def __xor__(self, o): return _operator("logical_xor")(self, o)
+    def __invert__(self): return _operator("logical_not")(self)
 
     def __eq__(self, o):
         if isinstance(o, (_TileOps, int, float, np.number)):
-            return _lang().equal(self, o)
+            return _operator("equal")(self, o)
         return NotImplemented
 
     def __ne__(self, o):
         if isinstance(o, (_TileOps, int, float, np.number)):
-            return _lang().not_equal(self, o)
+            return _operator("not_equal")(self, o)
         return NotImplemented
 
     def _inplace(self, o, op):
-        from .simulator import current
-        current().accumulate(self, o, op)
-        self._accumulated = True
+        _operator("accumulate")(self, o, op)
+        self.accumulated = True
         return self
 
     def __iadd__(self, o): return self._inplace(o, "add")
@@ -121,7 +152,7 @@ class _TileOps:
 
     def broadcast_to(self, shape):
         """Tile broadcast to ``shape`` (size-1 partition or free dims replicated); see nl.broadcast_to."""
-        return _lang().broadcast_to(self, shape)
+        return _operator("broadcast_to")(self, shape)
 
     # --- tile checks ----------------------------------------------------------------------------
     def partition_info(self):
@@ -188,8 +219,9 @@ class NkiTensor(_TileOps):
             self.aux_ = {}
             self.marks_ = {}
             self.created_in = {}
-        self._fresh = False
-        self._fresh_mask = None
+        self.fresh = False         # an instruction result not yet assigned (see instructions.assign)
+        self.fresh_mask = None     # the mask it was computed under
+        self.accumulated = False   # set by ``t op= x`` so the following ``t[...] = t`` is a no-op
 
     # NkiTensor is its own full view
     tensor = property(lambda self: self)
@@ -205,7 +237,7 @@ class NkiTensor(_TileOps):
 
     def describe(self) -> str:
         """'name' [shape] dtype in buffer -- used in error messages."""
-        return f"'{self.name}' {list(self.shape)} {_dt.dtype_name(self.dtype)} in {self.buffer.name}"
+        return f"'{self.name}' {list(self.shape)} {dtypes.dtype_name(self.dtype)} in {self.buffer.name}"
 
     def __repr__(self):
         return f"NkiTensor({self.describe()})"
@@ -249,7 +281,7 @@ class NkiTensor(_TileOps):
 class View(_TileOps):
     """A subscripted tensor: base ``tensor``, per-dim ``comps`` (int | slice | int array), ``shape``."""
 
-    __slots__ = ("tensor", "comps", "shape", "advanced", "_pchecked", "_accumulated")
+    __slots__ = ("tensor", "comps", "shape", "advanced", "_pchecked", "accumulated")
 
     def __init__(self, tensor, comps, shape, advanced):
         self.tensor = tensor
@@ -257,7 +289,7 @@ class View(_TileOps):
         self.shape = tuple(shape)
         self.advanced = advanced
         self._pchecked = False
-        self._accumulated = False
+        self.accumulated = False
 
     def __repr__(self):
         return f"View({self.tensor.describe()} -> {list(self.shape)})"
@@ -277,14 +309,14 @@ class View(_TileOps):
                     continue
                 k = next(it)
                 if isinstance(k, slice):
-                    n = _slice_len(k)
+                    n = slice_len(k)
                     start = c.start + k.start * c.step
                     step = c.step * k.step
                     new.append(slice(start, start + n * step, step))
                 else:
                     new.append(c.start + k * c.step)
             return View(self.tensor, new, vshape, False)
-        full = _full_arrays(self.comps, self.shape, self.advanced)
+        full = full_index_arrays(self.comps, self.shape, self.advanced)
         keyt = tuple(comps)
         new = [np.asarray(f[keyt]) for f in full]
         return View(self.tensor, new, vshape, True)
@@ -293,3 +325,24 @@ class View(_TileOps):
 def is_tile(x) -> bool:
     """True for :class:`NkiTensor` and :class:`View`."""
     return isinstance(x, _TileOps)
+
+
+def as_view(x) -> View:
+    """``x`` as a :class:`View` (a tensor becomes its full view; a view is returned as is)."""
+    return x if isinstance(x, View) else View(x, x.comps, x.shape, False)
+
+
+def broadcast_shape(*xs) -> tuple:
+    """Shape of an element-wise result of the tiles among ``xs`` (non-tiles ignored): shapes are
+    aligned from the partition axis (missing trailing free dims count as 1) and broadcast.
+
+    Raises:
+        ValueError: when the shapes do not broadcast.
+    """
+    shapes = [x.shape for x in xs if is_tile(x)]
+    n = max(len(s) for s in shapes)
+    padded = [tuple(s) + (1,) * (n - len(s)) for s in shapes]
+    try:
+        return tuple(np.broadcast_shapes(*padded))
+    except ValueError:
+        raise ValueError(f"tile shapes {[list(s) for s in shapes]} do not broadcast") from None

@@ -34,8 +34,7 @@ on the simulator, which is the device here.
 Under ``torch.compile`` (any backend, ``"neuron"`` included) an ``nki_op`` is one graph node
 (``torch.ops.<lib>.<name>.default``); its fake implementation runs the typed wrapper on fake tensors,
 where each kernel call answers from the cache or, on a miss, simulates the kernel once on zero
-placeholder arrays of the same shapes to learn its outputs (NKI.md: "fake-tensor shape inference can
-run the kernel on placeholder inputs or use a registered fake"); ``op.register_fake`` overrides it.
+placeholder arrays of the same shapes to learn its outputs; ``op.register_fake`` overrides it.
 Backends find every registered op in :data:`NKI_OPS`.
 
 Errors: ``RuntimeError`` for CPU or mixed-device tensor arguments (NKI kernels run on NeuronCores);
@@ -48,15 +47,17 @@ import dataclasses
 import functools
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import ml_dtypes
 import numpy as np
 import torch
+from torch.utils import _pytree as pytree
 
-from . import dtypes as _dt
+from .. import _C
+from .benchmark import BenchmarkResult
 from .frontend_legacy import Kernel, register_framework_adapter
-from .simulator import _flatten_outputs, _rebuild, run_kernel
+from .simulator import run_kernel
 
 __all__ = ["nki_op", "wrap_nki", "CompiledKernel", "NkiOpInfo", "NKI_OPS", "kernel_cache",
            "clear_kernel_cache", "tensor_to_numpy"]
@@ -105,7 +106,6 @@ def tensor_to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.device.type != "neuron":
         raise RuntimeError(f"NKI kernels run on neuron tensors; got a tensor on {t.device}. Move it "
                            "with .to('neuron').")
-    from torch_neuronx import _C
     np_dt = _np_dtype(t.dtype, "kernel argument")
     alias = _C._cpu_alias(t.detach())
     as_int = _DTYPES[t.dtype][1]
@@ -211,27 +211,12 @@ def _output_specs(flat_out, np_inputs) -> list:
 # the torch adapter: an nki.jit kernel called with torch tensors
 # ---------------------------------------------------------------------------------------------
 def _tensors_in(args, kwargs) -> list:
-    found = []
-
-    def visit(x):
-        if _is_tensor(x):
-            found.append(x)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                visit(v)
-    for a in args:
-        visit(a)
-    for v in kwargs.values():
-        visit(v)
-    return found
+    """The tensors among the arguments (nested in lists, tuples and dicts), in argument order."""
+    return [x for x in pytree.tree_leaves((list(args), list(kwargs.values()))) if _is_tensor(x)]
 
 
 def _map_tensors(x, fn):
-    if _is_tensor(x):
-        return fn(x)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_map_tensors(v, fn) for v in x)
-    return x
+    return pytree.tree_map_only(torch.Tensor, fn, x)
 
 
 def _run_with_torch(kernel: Kernel, args, kwargs):
@@ -264,10 +249,9 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     t0 = time.perf_counter()
     out, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
     kernel.last_run = sim
-    flat = _flatten_outputs(out)
+    flat = pytree.tree_leaves(out)
     specs = _output_specs(flat, [a for _, a in flat_inputs])
     if entry is None or entry.instructions == 0:
-        from .benchmark import BenchmarkResult
         entry = CompiledKernel(key=key, name=kernel.__name__, outputs=specs,
                                instructions=sim.instructions,
                                estimated_latency_us=BenchmarkResult(sim, kernel.__name__).latency_us,
@@ -287,7 +271,7 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
                 return by_id[id(o)]
             return _numpy_to_new_tensor(o, device)
         return o
-    return _rebuild(out, conv)
+    return pytree.tree_map(conv, out)
 
 
 def _placeholder(t: torch.Tensor) -> np.ndarray:
@@ -310,7 +294,7 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
         np_args = [_map_tensors(a, to_np) for a in args]
         np_kwargs = {k: _map_tensors(v, to_np) for k, v in kwargs.items()}
         out, _ = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
-        specs = _output_specs(_flatten_outputs(out), [a for _, a in flat_inputs])
+        specs = _output_specs(pytree.tree_leaves(out), [a for _, a in flat_inputs])
         entry = CompiledKernel(key=key, name=kernel.__name__, outputs=specs)
         with _CACHE_LOCK:
             _CACHE.setdefault(key, entry)
@@ -330,7 +314,7 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
     if structure is None:
         return made[0] if len(made) == 1 else tuple(made)
     it = iter(made)
-    return _rebuild(structure, lambda o: next(it))
+    return pytree.tree_map(lambda o: next(it), structure)
 
 
 register_framework_adapter(_run_with_torch)

@@ -2,10 +2,11 @@
 
 Variables (all optional):
 
-* ``TORCH_NEURONX_PLATFORM`` — ``trn1`` | ``trn2`` (default) | ``trn3``.
+* ``TORCH_NEURONX_PLATFORM`` — ``trn1`` | ``trn2`` (default) | ``trn3`` | ``inf2``: a row of
+  :data:`.platforms.PLATFORMS`.
 * ``TORCH_NEURONX_CHIPS`` — number of Trainium chips, default 1.
 * ``NEURON_LOGICAL_NC_CONFIG`` — physical cores per logical core, 1 or 2
-  (default 2 on trn2/trn3, 1 on trn1, which has no LNC=2).
+  (default 2 on trn2/trn3, 1 on trn1/inf2, which have no LNC=2).
 * ``NEURON_RT_VISIBLE_CORES`` — which logical cores this process sees:
   ``"0-3"``, ``"1"``, ``"0,2"``. Visible cores are renumbered from 0, as
   ``CUDA_VISIBLE_DEVICES`` does.
@@ -22,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .platforms import PLATFORMS, Platform
+from .platforms import Platform, platform_from_env
 
 
 class TopologyError(RuntimeError, ValueError):
@@ -58,7 +59,7 @@ class Topology:
 
     @property
     def logical_cores_per_chip(self) -> int:
-        return self.platform.physical_cores_per_chip // self.lnc
+        return self.platform.chip.physical_cores // self.lnc
 
     @property
     def total_logical_cores(self) -> int:
@@ -71,7 +72,7 @@ class Topology:
     def describe(self) -> str:
         """One line, e.g. ``trn2, 1 chip, LNC=2, 4 logical NeuronCores visible``."""
         return (
-            f"{self.platform.name} ({self.platform.chip}), {self.chips} chip"
+            f"{self.platform.name} ({self.platform.chip.name}), {self.chips} chip"
             f"{'s' if self.chips != 1 else ''}, LNC={self.lnc}, {self.device_count} of "
             f"{self.total_logical_cores} logical NeuronCores visible"
         )
@@ -167,20 +168,18 @@ def read_topology(env=None) -> Topology:
         TopologyError: naming the variable whose value is invalid.
     """
     env = os.environ if env is None else env
-    name = (env.get("TORCH_NEURONX_PLATFORM") or "trn2").strip().lower()
-    if name not in PLATFORMS:
-        raise TopologyError(
-            f"TORCH_NEURONX_PLATFORM={name!r} is not a platform: use one of {', '.join(PLATFORMS)}"
-        )
-    platform = PLATFORMS[name]
+    try:
+        platform = platform_from_env(env)
+    except ValueError as err:
+        raise TopologyError(str(err)) from None
     chips = _int_var(env, "TORCH_NEURONX_CHIPS", 1)
-    lnc = _int_var(env, "NEURON_LOGICAL_NC_CONFIG", platform.default_lnc)
-    if lnc not in platform.lnc_choices:
+    lnc = _int_var(env, "NEURON_LOGICAL_NC_CONFIG", platform.chip.default_lnc)
+    if lnc not in platform.chip.lnc_choices:
         raise TopologyError(
             f"NEURON_LOGICAL_NC_CONFIG={lnc} is not supported on {platform.name}: use "
-            f"{' or '.join(str(c) for c in platform.lnc_choices)}"
+            f"{' or '.join(str(c) for c in platform.chip.lnc_choices)}"
         )
-    total = chips * (platform.physical_cores_per_chip // lnc)
+    total = chips * (platform.chip.physical_cores // lnc)
     visible_text = env.get("NEURON_RT_VISIBLE_CORES")
     if visible_text is not None and visible_text.strip():
         visible = parse_core_list(visible_text, total)
@@ -191,7 +190,7 @@ def read_topology(env=None) -> Topology:
         hbm = parse_bytes(hbm_text)
         from_env = True
     else:
-        hbm = platform.hbm_bytes_per_chip // (platform.physical_cores_per_chip // lnc)
+        hbm = platform.chip.hbm_bytes // (platform.chip.physical_cores // lnc)
         from_env = False
     default_device = 0
     local_rank = env.get("LOCAL_RANK")
