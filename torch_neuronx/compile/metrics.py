@@ -153,8 +153,8 @@ def get_dynamo_metrics() -> DynamoMetrics:
             cache_hits_disk=s.cache_hits_disk,
             cache_corrupt=[CorruptRecord(**c) for c in s.cache_corrupt],
             compile_seconds=round(s.compile_seconds, 6),
-            recompiles=[RecompileRecord(function=r["function"], compile_id=r["compile_id"], guard=r["guard"],
-                                  changed=[ChangedDim(**c) for c in r["changed"]])
+            recompiles=[RecompileRecord(function=r["function"], compile_id=r["compile_id"],
+                                        guard=r["guard"], changed=[ChangedDim(**c) for c in r["changed"]])
                         for r in s.recompiles],
             graph_breaks={k: v for k, v in breaks.items() if v > 0},
             fallbacks=[FallbackRecord(**f) for f in s.fallbacks],
@@ -227,7 +227,7 @@ def record_graph(frame_id: int | None, attempt: int | None, function: str,
         if attempt and history:
             changed = _diff(history[-1], signature)
             s.recompiles.append(RecompileRecord(function=function, compile_id=f"{frame_id}/{attempt}",
-                                          guard=guard or "", changed=changed))
+                                                guard=guard or "", changed=changed))
             n = sum(1 for r in s.recompiles if r["compile_id"].split("/")[0] == str(frame_id))
             threshold = recompile_warn_threshold()
             if threshold and n >= threshold and frame_id not in s.warned_frames:
