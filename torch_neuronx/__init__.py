@@ -9,15 +9,7 @@ helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op`` and
 """
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
-#: The version of the installed ``torch-neuronx`` distribution (written once, in
-#: ``pyproject.toml``); ``"0+unknown"`` when no distribution metadata is installed (a source
-#: tree on ``PYTHONPATH`` only).
-try:
-    __version__ = _metadata.version("torch-neuronx")
-except _metadata.PackageNotFoundError:
-    __version__ = "0+unknown"
+from ._version import __version__
 
 _registered = False
 

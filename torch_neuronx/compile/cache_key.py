@@ -37,7 +37,7 @@ from typing import Any, Final
 
 import torch
 
-from .. import __version__
+from .._version import __version__
 from . import cache
 from .cache import GraphKind
 
@@ -48,7 +48,7 @@ EXTENSION_MODULE: Final = "torch_neuronx._C"
 #: Every name ``compile/`` imports from the rest of the package, and how it enters the key
 #: (checked by the tests: a new import must be added here, hashed or explained).
 PACKAGE_DEPENDENCIES: Final[dict[str, str]] = {
-    "torch_neuronx.__version__": "versions()['torch_neuronx']",
+    "torch_neuronx._version.__version__": "versions()['torch_neuronx']",
 }
 _CHUNK = 1 << 20
 
