@@ -2,11 +2,11 @@
 // itself calls is registered statically by the other files; this module only
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
 // counters, default generators, op counts).
-#include "Alias.h"
-#include "Allocator.h"
-#include "Generator.h"
-#include "Runtime.h"
-#include "Tracking.h"
+#include "aten/Alias.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/Runtime.h"
+#include "aten/Tracking.h"
 
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>

@@ -1,6 +1,6 @@
-#include "Tracking.h"
+#include "aten/Tracking.h"
 
-#include "Alias.h"
+#include "aten/Alias.h"
 
 #include <c10/util/flat_hash_map.h>
 

@@ -5,9 +5,9 @@
 // calls it on any device that is not CPU/MPS (integrations/moe.py); the CPU
 // kernel has no integer version, so the counts are taken in float64 on the
 // host alias and returned in the input's dtype, as CUDA returns them.
-#include "Alias.h"
-#include "Allocator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/Functions.h>
 #include <torch/library.h>

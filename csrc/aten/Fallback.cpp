@@ -4,10 +4,10 @@
 // returned a view, the inputs themselves for in-place ops, and fresh results
 // relabelled as accounted device memory). See ARCHITECTURE "Data flow of one
 // eager op".
-#include "Alias.h"
-#include "Allocator.h"
-#include "Generator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/op_registration/op_registration.h>

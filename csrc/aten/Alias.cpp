@@ -1,7 +1,7 @@
-#include "Alias.h"
+#include "aten/Alias.h"
 
-#include "Allocator.h"
-#include "Runtime.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>

@@ -2,7 +2,7 @@
 // torch.accelerator.set_device_index, torch.neuron.device(i) and neuron:i all
 // work), streams and events. The software NeuronCore executes every op
 // synchronously, so streams order nothing and events record host timestamps.
-#include "Runtime.h"
+#include "runtime/Runtime.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>

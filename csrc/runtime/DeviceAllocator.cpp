@@ -1,6 +1,6 @@
-#include "Allocator.h"
+#include "runtime/DeviceAllocator.h"
 
-#include "Runtime.h"
+#include "runtime/Runtime.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>

@@ -2,9 +2,9 @@
 // set): allocation, views, copies, resize, set_, scalar reads, and the
 // convolution entry points that at::_convolution sends unknown devices to.
 // Everything else goes through the boxed fallback (Fallback.cpp).
-#include "Alias.h"
-#include "Allocator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
