@@ -2,6 +2,7 @@
 // storage resize (UntypedStorage.resize_ on neuron storages, used by FSDP2).
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
+#include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
