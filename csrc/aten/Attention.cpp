@@ -6,6 +6,7 @@
 // (fewer key/value heads) is handled by expanding K/V and summing their
 // gradients back over each group.
 #include "aten/Alias.h"
+#include "aten/Tracking.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Runtime.h"
 

@@ -1,7 +1,5 @@
 #include "aten/Tracking.h"
 
-#include "aten/Alias.h"
-
 #include <c10/util/flat_hash_map.h>
 
 #include <mutex>
