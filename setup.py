@@ -15,7 +15,7 @@ from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 ROOT = Path(__file__).resolve().parent
 CSRC = ROOT / "csrc"
 # Every .cpp under csrc/ (setuptools wants source paths relative to the project root). Headers
-# are included by their path below csrc/, e.g. "runtime/Allocator.h".
+# are included by their path below csrc/, e.g. "runtime/DeviceAllocator.h".
 sources = sorted(str(p.relative_to(ROOT)) for p in CSRC.rglob("*.cpp"))
 # Listed so that an sdist ships them and a header change triggers a rebuild.
 headers = sorted(str(p.relative_to(ROOT)) for p in CSRC.rglob("*.h"))
