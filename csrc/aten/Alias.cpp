@@ -1,7 +1,7 @@
-#include "Alias.h"
+#include "aten/Alias.h"
 
-#include "Allocator.h"
-#include "Runtime.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
@@ -99,21 +99,6 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
     std::memcpy(fresh.mutable_data(), storage->data(), nbytes);
   }
   return neuron_view(cpu_result, fresh);
-}
-
-bool is_host_fallback_dtype(c10::ScalarType t) {
-  // NeuronCore engines have no fp64 and no complex arithmetic (TRAINIUM.md,
-  // "Supported data types", from the AWS Neuron data-types page).
-  return t == at::kDouble || c10::isComplexType(t);
-}
-
-void warn_host_fallback_dtype(c10::ScalarType t, const char* where) {
-  TORCH_WARN_ONCE(
-      "neuron: float64/complex work on the device (first seen in ", where,
-      "). NeuronCore engines have no fp64 or complex arithmetic: such ops run as host (CPU) "
-      "fallbacks on Trainium and are counted in torch_neuronx.get_fallback_ops(). Use float32 "
-      "or bfloat16 on the device. (Warned once per process; printing a neuron tensor also "
-      "formats it in float64, as PyTorch does for CUDA.)");
 }
 
 } // namespace torch_neuronx

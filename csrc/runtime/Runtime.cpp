@@ -1,4 +1,4 @@
-#include "Runtime.h"
+#include "runtime/Runtime.h"
 
 #include <atomic>
 #include <c10/util/Exception.h>

@@ -1,6 +1,4 @@
-#include "Tracking.h"
-
-#include "Alias.h"
+#include "aten/Tracking.h"
 
 #include <c10/util/flat_hash_map.h>
 

@@ -1,6 +1,6 @@
-#include "Generator.h"
+#include "runtime/Generator.h"
 
-#include "Runtime.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>

@@ -5,9 +5,10 @@
 // on zero-copy aliases, forward and backward. Grouped-query attention
 // (fewer key/value heads) is handled by expanding K/V and summing their
 // gradients back over each group.
-#include "Alias.h"
-#include "Allocator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/Functions.h>
 #include <ATen/native/DispatchStub.h>

@@ -2,12 +2,15 @@
 // its CPU kernel on zero-copy CPU aliases of the neuron operands, and its
 // results come back as neuron tensors (views of the inputs where the op
 // returned a view, the inputs themselves for in-place ops, and fresh results
-// relabelled as accounted device memory). See ARCHITECTURE "Data flow of one
-// eager op".
-#include "Alias.h"
-#include "Allocator.h"
-#include "Generator.h"
-#include "Runtime.h"
+// relabelled as accounted device memory). Which ops it also takes over from
+// PyTorch's composite kernels, and which CPU operands it accepts, is decided by
+// the tables in OpPolicy.cpp.
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/op_registration/op_registration.h>
@@ -19,14 +22,6 @@
 
 namespace torch_neuronx {
 namespace {
-
-// Ops for which CUDA accepts CPU tensors beside device tensors (indices).
-bool accepts_cpu_indices(const c10::OperatorName& name) {
-  const std::string& n = name.name;
-  return n == "aten::index" || n == "aten::index_put_" || n == "aten::index_put" ||
-      n == "aten::_index_put_impl_" || n == "aten::_unsafe_index" ||
-      n == "aten::_unsafe_index_put";
-}
 
 bool is_optional_generator(const c10::Argument& arg) {
   const auto& type = arg.type();
@@ -332,39 +327,22 @@ void unsupported_layout(
       "the CPU, or convert them (.to_dense(), .to_padded_tensor()) before moving to neuron.");
 }
 
-// PyTorch registers the _foreach_* ops as CompositeExplicitAutograd loops,
-// which on a PrivateUse1 device would run one dispatched op per tensor (and
-// the optimizers pick the foreach path on non-CPU devices). Sending them to
-// the fallback instead runs the whole loop inside one CPU kernel call.
-// Ops whose CPU kernel PyTorch replaces, on other devices, by a generic
-// CompositeExplicitAutograd decomposition with different rounding or output
-// dtypes (found by tests/test_opinfo.py); on neuron they run the CPU kernel.
-const char* const kCpuKernelOps[] = {
-    "aten::_stack", "aten::addr", "aten::all", "aten::any", "aten::linalg__powsum",
-    "aten::native_group_norm", "aten::native_layer_norm",
-};
-
-bool wants_cpu_kernel(const c10::OperatorName& name) {
-  for (const char* op : kCpuKernelOps) {
-    if (name.name == op) {
-      return true;
-    }
-  }
-  return false;
-}
-
-struct RegisterForeachOps {
-  RegisterForeachOps() {
+// Registers the boxed fallback as the PrivateUse1 kernel of the ops that
+// would otherwise get PyTorch's composite kernel there: the _foreach_* ops and
+// the ops of OpPolicy's needs_cpu_kernel table (those only where a CPU kernel
+// exists), unless the device already has a kernel of its own for them.
+struct RegisterCpuKernelOps {
+  RegisterCpuKernelOps() {
     static torch::Library lib(
         torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
-      if (name.name.rfind("aten::_foreach_", 0) != 0 && !wants_cpu_kernel(name)) {
+      const bool foreach = is_foreach_op(name);
+      if (!foreach && !needs_cpu_kernel(name)) {
         continue;
       }
       const auto handle = c10::Dispatcher::singleton().findOp(name);
       if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-          (!handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
-           name.name.rfind("aten::_foreach_", 0) != 0)) {
+          (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
         continue;
       }
       std::string op = name.name.substr(6);
@@ -392,6 +370,6 @@ TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 
-static RegisterForeachOps g_register_foreach_ops;
+static RegisterCpuKernelOps g_register_cpu_kernel_ops;
 
 } // namespace torch_neuronx

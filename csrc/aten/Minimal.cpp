@@ -2,9 +2,11 @@
 // set): allocation, views, copies, resize, set_, scalar reads, and the
 // convolution entry points that at::_convolution sends unknown devices to.
 // Everything else goes through the boxed fallback (Fallback.cpp).
-#include "Alias.h"
-#include "Allocator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
@@ -352,7 +354,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 // A conjugate or negative-bit copy would otherwise recurse between these keys
-// and the device copy until the stack overflows (PYTORCH_BACKEND.md).
+// and the device copy until the stack overflows (torch.fft.hfft crashed that way).
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
   m.impl("_copy_from", torch::CppFunction::makeFallthrough());
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());

@@ -1,8 +1,9 @@
 // PrivateUse1 hooks: generators, pinned host memory, pointer → device, and
 // storage resize (UntypedStorage.resize_ on neuron storages, used by FSDP2).
-#include "Allocator.h"
-#include "Generator.h"
-#include "Runtime.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/HostAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 

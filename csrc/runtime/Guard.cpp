@@ -1,27 +1,17 @@
-// DeviceGuardImpl for `neuron`: a real per-thread current device (so
+// DeviceGuardImpl for `neuron`, registered with C10_REGISTER_GUARD_IMPL: the
+// interface through which PyTorch reaches a real per-thread current device (so
 // torch.accelerator.set_device_index, torch.neuron.device(i) and neuron:i all
-// work), streams and events. The software NeuronCore executes every op
-// synchronously, so streams order nothing and events record host timestamps.
-#include "Runtime.h"
+// work), streams (Stream.h) and events (Event.h). The software NeuronCore
+// executes every op synchronously, so synchronisation has nothing to wait for.
+#include "runtime/Event.h"
+#include "runtime/Runtime.h"
+#include "runtime/Stream.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
-#include <atomic>
-#include <chrono>
-#include <unordered_map>
-
 namespace torch_neuronx {
 namespace {
-
-struct EventRecord {
-  std::chrono::steady_clock::time_point when;
-  bool recorded = false;
-  bool timing = false;
-};
-
-thread_local std::unordered_map<int, c10::StreamId> t_current_stream;
-std::atomic<c10::StreamId> g_next_stream{1};
 
 class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
@@ -50,10 +40,8 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
   c10::Stream getStream(c10::Device d) const override {
-    const int idx = d.has_index() ? d.index() : current_device();
-    auto it = t_current_stream.find(idx);
-    const c10::StreamId id = it == t_current_stream.end() ? 0 : it->second;
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, idx), id);
+    const c10::DeviceIndex idx = d.has_index() ? d.index() : current_device();
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, idx), current_stream_id(idx));
   }
   c10::Stream getDefaultStream(c10::Device d) const override {
     const int idx = d.has_index() ? d.index() : current_device();
@@ -61,14 +49,14 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
     const int idx = check_device(d.has_index() ? d.index() : current_device());
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, idx), g_next_stream++);
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, idx), new_stream_id());
   }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*isHighPriority*/) const override {
     return getNewStream(d, 0);
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
     const c10::Stream old = getStream(s.device());
-    t_current_stream[s.device_index()] = s.id();
+    exchange_stream_id(s.device_index(), s.id());
     return old;
   }
   c10::DeviceIndex deviceCount() const noexcept override {
@@ -79,21 +67,14 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       const c10::Stream& /*stream*/,
       const c10::DeviceIndex /*device_index*/,
       const c10::EventFlag flag) const override {
-    auto* rec = static_cast<EventRecord*>(*event);
-    if (rec == nullptr) {
-      rec = new EventRecord();
-      *event = rec;
-    }
-    rec->timing = flag == c10::EventFlag::BACKEND_DEFAULT;
-    rec->when = std::chrono::steady_clock::now();
-    rec->recorded = true;
+    record_event(event, flag == c10::EventFlag::BACKEND_DEFAULT);
   }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
   bool queryEvent(void* /*event*/) const override {
     return true;
   }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
-    delete static_cast<EventRecord*>(event);
+    destroy_event(event);
   }
   bool queryStream(const c10::Stream& /*stream*/) const override {
     return true;
@@ -105,15 +86,7 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       const override {}
   double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/)
       const override {
-    auto* a = static_cast<EventRecord*>(start);
-    auto* b = static_cast<EventRecord*>(end);
-    TORCH_CHECK(
-        a != nullptr && b != nullptr && a->recorded && b->recorded,
-        "elapsed_time: both events must be recorded before measuring the time between them");
-    TORCH_CHECK(
-        a->timing && b->timing,
-        "elapsed_time: both events must be created with enable_timing=True");
-    return std::chrono::duration<double, std::milli>(b->when - a->when).count();
+    return event_elapsed_ms(start, end);
   }
 };
 

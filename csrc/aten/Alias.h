@@ -4,7 +4,6 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <ATen/core/operator_name.h>
 #include <c10/core/Storage.h>
 
 namespace torch_neuronx {
@@ -24,19 +23,5 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
 // were allocated through the accounting allocator (inside RouteAllocationsTo),
 // otherwise copied into freshly accounted memory.
 at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device);
-
-// Records one execution of an op (`key` is any address stable for the op's
-// lifetime; `name` is read the first time only). `host_fallback` marks ops
-// that a NeuronCore could not run (fp64/complex) and that ran on the host.
-void track_op(const void* key, const char* name, bool host_fallback);
-void track_op(const void* key, const std::string& name, bool host_fallback);
-void track_op(const void* key, const c10::OperatorName& name, bool host_fallback);
-
-// True for dtypes NeuronCore engines cannot compute in (fp64, complex): ops
-// on them count as host fallbacks.
-bool is_host_fallback_dtype(c10::ScalarType t);
-
-// Warns once per process that fp64/complex data was placed on the device.
-void warn_host_fallback_dtype(c10::ScalarType t, const char* where);
 
 } // namespace torch_neuronx

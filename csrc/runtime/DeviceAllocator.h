@@ -1,6 +1,8 @@
 // Device memory of the software NeuronCore: host memory owned by this
 // allocator and accounted per logical core (allocated, reserved, peak), with
-// the core's HBM capacity enforced (torch.OutOfMemoryError past it).
+// the core's HBM capacity enforced (torch.OutOfMemoryError past it). Also the
+// routing CPU allocator, through which CPU kernels running for a neuron op
+// allocate accounted device memory, and storage resize.
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -45,10 +47,6 @@ class RouteAllocationsTo {
 // The CPU allocator installed by this extension (it routes to accounted memory
 // inside the fallback and to the original CPU allocator otherwise).
 c10::Allocator* routing_cpu_allocator();
-
-// Host allocator for pinned (page-locked on real hardware) memory.
-c10::Allocator* pinned_host_allocator();
-bool is_pinned_ptr(const void* ptr);
 
 // Resizes a neuron storage to `new_nbytes` (used by resize_ and by
 // UntypedStorage.resize_, which FSDP2 uses to free unsharded parameters).

@@ -1,6 +1,6 @@
-#include "Allocator.h"
+#include "runtime/DeviceAllocator.h"
 
-#include "Runtime.h"
+#include "runtime/Runtime.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -187,44 +187,6 @@ class RoutingCPUAllocator final : public c10::Allocator {
 
 RoutingCPUAllocator g_routing_allocator;
 
-// ---------------------------------------------------------------- pinned
-std::mutex g_pinned_mutex;
-ska::flat_hash_set<void*>& pinned_set() {
-  static auto* s = new ska::flat_hash_set<void*>();
-  return *s;
-}
-
-void free_pinned(void* ptr) {
-  if (ptr == nullptr) {
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    pinned_set().erase(ptr);
-  }
-  c10::free_cpu(ptr);
-}
-
-class PinnedHostAllocator final : public c10::Allocator {
- public:
-  c10::DataPtr allocate(size_t nbytes) override {
-    void* ptr = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
-    if (ptr) {
-      std::lock_guard<std::mutex> lock(g_pinned_mutex);
-      pinned_set().insert(ptr);
-    }
-    return {ptr, ptr, &free_pinned, c10::Device(c10::kCPU)};
-  }
-  c10::DeleterFnPtr raw_deleter() const override {
-    return &free_pinned;
-  }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    std::memcpy(dest, src, count);
-  }
-};
-
-PinnedHostAllocator g_pinned_allocator;
-
 struct InstallCPUAllocator {
   InstallCPUAllocator() {
     g_base_cpu_allocator = c10::GetCPUAllocator();
@@ -311,15 +273,6 @@ c10::DeviceAllocator* neuron_allocator() {
 
 c10::Allocator* routing_cpu_allocator() {
   return &g_routing_allocator;
-}
-
-c10::Allocator* pinned_host_allocator() {
-  return &g_pinned_allocator;
-}
-
-bool is_pinned_ptr(const void* ptr) {
-  std::lock_guard<std::mutex> lock(g_pinned_mutex);
-  return pinned_set().count(const_cast<void*>(ptr)) > 0;
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {

@@ -1,13 +1,15 @@
 // Ops whose CPU kernel lacks something a device is expected to offer, so
-// they get a neuron kernel of their own (ARCHITECTURE: op policy).
+// they get a neuron kernel of their own instead of the boxed fallback.
 //
 // histc on integer tensors: CUDA supports it and transformers' MoE routing
 // calls it on any device that is not CPU/MPS (integrations/moe.py); the CPU
 // kernel has no integer version, so the counts are taken in float64 on the
 // host alias and returned in the input's dtype, as CUDA returns them.
-#include "Alias.h"
-#include "Allocator.h"
-#include "Runtime.h"
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
 
 #include <ATen/Functions.h>
 #include <torch/library.h>
