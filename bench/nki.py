@@ -18,8 +18,9 @@ as in SwiGLU ViTs such as EVA-02; a GELU MLP has no kernel in our library yet).
   instruction costs, DMA model). Ops without a kernel (QKV / output projections, residual adds) keep
   their roofline estimate, identical on both sides.
 
-Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from TRAINIUM.md
-(AWS Trainium2 architecture page): Tensor Engine 79 dense BF16 TFLOPS; HBM 2.9 TB/s per chip / 8
+Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from AWS's
+Trainium2 architecture page (awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/
+trainium2.html): Tensor Engine 79 dense BF16 TFLOPS; HBM 2.9 TB/s per chip / 8
 cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak (so element-wise ops are always
 bandwidth-bound in the roofline, which flatters the unfused side). A second unfused column uses the
 cost model's sustained DMA rate instead of the HBM peak (16 DMA engines x 23 B/ns x 0.38 calibrated
@@ -42,8 +43,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-PEAK_FLOPS = 79e12            # dense BF16 per NeuronCore-v3 (TRAINIUM.md)
-HBM_BYTES_PER_S = 2.9e12 / 8  # 2.9 TB/s per trn2 chip, 8 physical cores (TRAINIUM.md)
+PEAK_FLOPS = 79e12            # dense BF16 per NeuronCore-v3 (AWS Trainium2 architecture page)
+HBM_BYTES_PER_S = 2.9e12 / 8  # 2.9 TB/s per trn2 chip, 8 physical cores (same page)
 BF16 = 2                      # bytes per element
 
 
@@ -160,7 +161,7 @@ def main(argv=None):
         return result
     print(f"ViT-style encoder block, ESTIMATED trn2 time (one NeuronCore-v3, bf16): S={S}, H={H}, "
           f"heads={nh}x{H // nh}, SwiGLU MLP {I}")
-    print(f"peaks (TRAINIUM.md): {PEAK_FLOPS / 1e12:.0f} TFLOPS bf16, HBM {HBM_BYTES_PER_S / 1e9:.1f} GB/s; "
+    print(f"peaks (AWS Trainium2 architecture page): {PEAK_FLOPS / 1e12:.0f} TFLOPS bf16, HBM {HBM_BYTES_PER_S / 1e9:.1f} GB/s; "
           f"cost-model DMA {dma_bw / 1e9:.1f} GB/s\n")
     hdr = f"{'part':<11}{'ops':>4}{'unfused roofline us':>21}{'(at DMA rate)':>15}{'fused NKI est. us':>19}" \
           f"{'ratio':>7}{'HBM MB unf/fused':>19}"
