@@ -56,8 +56,11 @@ import time
 import pytest
 import torch
 
-from .opinfo_expected_failures import EXPECTED_FAILURES, NOT_COUNTED
-from .processes import REPO
+if not __package__:  # run as a file: the relative imports below need the tests package
+    sys.exit("run the sweep as a module from the repository root: python -m tests.test_opinfo [float32|bfloat16 ...]")
+
+from .opinfo_expected_failures import EXPECTED_FAILURES, NOT_COUNTED  # noqa: E402
+from .processes import REPO  # noqa: E402
 
 SAMPLES_PER_OP = int(os.environ.get("TORCH_NEURONX_OPINFO_SAMPLES", "100"))
 MAX_SAMPLES_TRIED = 4 * SAMPLES_PER_OP  # samples looked at to find SAMPLES_PER_OP that run on CPU
