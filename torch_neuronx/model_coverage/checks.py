@@ -22,8 +22,13 @@ For a ``model_type`` of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``,
     ``torch.optim.SGD`` step; loss within ``atol`` relative to max(1, |loss|) of the CPU loss and
     every gradient within ``atol`` × max(1, max |g_cpu|).
 
-Each check's result is a :class:`Outcome`: ``"pass"``, ``"fail"`` (neuron differs or raises),
-``"cpu-fail"`` (the CPU reference itself raises: not counted against the device) or ``"skip"``.
+Each check's result is a :class:`Outcome` whose :data:`Status` is ``"pass"``, ``"fail"`` (neuron
+differs or raises), ``"cpu-fail"`` (the CPU reference itself raises: not counted against the
+device) or ``"skip"``.
+
+A new check is a name in :data:`Check` / :data:`CHECKS` with its label in :data:`CHECK_LABELS`,
+and a ``run(name, reference, candidate, compare)`` call in :func:`check_architecture`; the
+report and the command pick it up from :data:`CHECKS`.
 """
 from __future__ import annotations
 
@@ -31,25 +36,79 @@ import copy
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Final, Literal, TypedDict, get_args
 
-PASS, FAIL, CPU_FAIL, SKIP = "pass", "fail", "cpu-fail", "skip"
-CHECKS = ("generate", "compiled", "train")
+#: A check's result: passes on ``neuron``, fails there, fails on the CPU itself, or not run.
+Status = Literal["pass", "fail", "cpu-fail", "skip"]
+PASS: Final = "pass"
+FAIL: Final = "fail"
+CPU_FAIL: Final = "cpu-fail"
+SKIP: Final = "skip"
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+#: The checks of one architecture, in the order they run and are reported.
+Check = Literal["generate", "compiled", "train"]
+CHECKS: tuple[Check, ...] = get_args(Check)
+#: How the summary line and the table name each check.
+CHECK_LABELS: dict[Check, str] = {
+    "generate": "generate", "compiled": "compiled static-cache generate", "train": "train step",
+}
+
+
+class OutcomeDict(TypedDict):
+    """:class:`Outcome` as JSON (the worker protocol)."""
+
+    status: Status
+    reason: str
+    max_diff: float | None
+
+
+class ReportDict(TypedDict):
+    """:class:`Report` as JSON (the worker protocol)."""
+
+    model_type: str
+    model_class: str
+    params: int
+    outcomes: dict[str, OutcomeDict]
+    seconds: float
 
 
 @dataclass
 class Outcome:
-    """One check's result: ``status`` (pass/fail/cpu-fail/skip), ``reason`` (one line, empty
-    on pass) and ``max_diff`` (largest absolute logits/gradient difference seen, or None)."""
+    """One check's result.
 
-    status: str
+    Attributes:
+        status: a :data:`Status`.
+        reason: one line: the error (fail, cpu-fail), why it was skipped, or a note on a pass
+            (e.g. its recompiles); empty on a plain pass.
+        max_diff: largest logits difference (absolute) or gradient difference (relative to
+            max(1, max |g_cpu|)) seen, or None when nothing was compared.
+
+    Raises:
+        ValueError: for a status that is not a :data:`Status`.
+    """
+
+    status: Status
     reason: str = ""
     max_diff: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"Outcome status must be one of {STATUSES}, got {self.status!r}")
 
 
 @dataclass
 class Report:
-    """All checks of one architecture; ``seconds`` is the wall time of the whole row (s)."""
+    """All checks of one architecture.
+
+    Attributes:
+        model_type: the transformers ``model_type`` (e.g. ``"llama"``).
+        model_class: the model class checked (e.g. ``"LlamaForCausalLM"``); empty if it could not
+            be built.
+        params: parameters of the tiny model.
+        outcomes: one :class:`Outcome` per check name of :data:`CHECKS`.
+        seconds: wall time of the whole row (s).
+    """
 
     model_type: str
     model_class: str = ""
@@ -57,13 +116,15 @@ class Report:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["outcomes"] = {k: asdict(v) for k, v in self.outcomes.items()}
-        return d
+    def to_dict(self) -> ReportDict:
+        """The report as JSON-serialisable data (:meth:`from_dict` reads it back)."""
+        return ReportDict(model_type=self.model_type, model_class=self.model_class, params=self.params,
+                          outcomes={k: OutcomeDict(**asdict(v)) for k, v in self.outcomes.items()},
+                          seconds=self.seconds)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Report:
+    def from_dict(cls, d: ReportDict) -> Report:
+        """The report :meth:`to_dict` wrote."""
         return cls(model_type=d["model_type"], model_class=d.get("model_class", ""), params=d.get("params", 0),
                    outcomes={k: Outcome(**v) for k, v in d.get("outcomes", {}).items()},
                    seconds=d.get("seconds", 0.0))
@@ -75,7 +136,7 @@ def _reason(err: BaseException) -> str:
     frames = traceback.extract_tb(err.__traceback__)
     where = ""
     for frame in reversed(frames):
-        if "/torch_neuronx/compat/" not in frame.filename:
+        if "/torch_neuronx/model_coverage/" not in frame.filename:
             where = f" [{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}]"
             break
     return f"{type(err).__name__}: {msg}{where}"
@@ -152,7 +213,7 @@ def _compare_train(ref, got, atol: float) -> Outcome:
     return Outcome(PASS, "", worst)
 
 
-def validate_options(**options) -> None:
+def validate_options(**options: object) -> None:
     """Raises ValueError for keyword arguments :func:`check_architecture` does not take or would
     reject (sizes < 1, a negative ``atol``, unknown checks) — the caller's mistakes, which must not
     be reported as a model's failure."""
@@ -173,7 +234,7 @@ def validate_options(**options) -> None:
 
 
 def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: int = 8, prompt_len: int = 8,
-                       atol: float = 1e-3, checks: tuple[str, ...] = CHECKS, seed: int = 0,
+                       atol: float = 1e-3, checks: tuple[Check, ...] = CHECKS, seed: int = 0,
                        compiled_tokens: int = 4) -> Report:
     """Runs the checks of one architecture (module docstring) and returns its :class:`Report`.
 

@@ -1,4 +1,4 @@
-"""A compat worker process: ``python -m torch_neuronx.compat.worker DEVICE [OPTIONS_JSON]``.
+"""A model-coverage worker process: ``python -m torch_neuronx.model_coverage.worker DEVICE [OPTIONS_JSON]``.
 
 Reads one architecture name per line on stdin, runs :func:`~.checks.check_architecture` on
 ``DEVICE`` and writes one line ``@@compat@@ <report JSON>`` per architecture on stdout (other
@@ -18,6 +18,7 @@ MARK = "@@compat@@ "
 
 
 def main() -> int:
+    """Serves architectures from stdin until EOF (module docstring); returns the exit status."""
     device = sys.argv[1]
     options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
@@ -41,7 +42,7 @@ def main() -> int:
         except Exception as err:  # noqa: BLE001 - a bug of the harness itself: report, keep serving
             from .checks import CHECKS, FAIL, Outcome, Report
 
-            report = Report(model_type, outcomes={c: Outcome(FAIL, f"compat harness error: {err!r}"[:300])
+            report = Report(model_type, outcomes={c: Outcome(FAIL, f"model-coverage harness error: {err!r}"[:300])
                                                   for c in CHECKS})
         torch._dynamo.reset()
         out.write(MARK + json.dumps(report.to_dict()) + "\n")

@@ -230,7 +230,7 @@ def tiny_config(config_class, **extra):
 
     Raises:
         Whatever the config class raises when its own validation rejects the shrunk values
-        (reported by the compat run as a CPU-side failure of the architecture).
+        (reported by the coverage run as a CPU-side failure of the architecture).
     """
     default = config_class()
     kwargs = _overrides(default)

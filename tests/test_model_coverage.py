@@ -1,6 +1,6 @@
-"""`torch-neuronx compat`: tiny configs keep each architecture's character, the checks compare
-against the CPU (and can fail), the report counts as the acceptance says, and the command
-writes its table."""
+"""Model coverage (`torch-neuronx compat`, :mod:`torch_neuronx.model_coverage`): tiny configs keep
+each architecture's character, the checks compare against the CPU (and can fail), the report
+leaves CPU failures and skips out of the rates, and the command writes its table."""
 from __future__ import annotations
 
 import csv
@@ -11,9 +11,9 @@ import sys
 import pytest
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-from torch_neuronx.compat import report as rpt
-from torch_neuronx.compat.checks import CPU_FAIL, FAIL, PASS, SKIP, Outcome, Report, check_architecture
-from torch_neuronx.compat.tiny import tiny_config, tiny_model
+from torch_neuronx.model_coverage import report as rpt
+from torch_neuronx.model_coverage.checks import CPU_FAIL, FAIL, PASS, SKIP, Outcome, Report, check_architecture
+from torch_neuronx.model_coverage.tiny import tiny_config, tiny_model
 
 
 @pytest.mark.parametrize("model_type, kinds", [
@@ -49,7 +49,7 @@ def test_comparisons_fail_on_a_logit_or_token_difference():
     """The comparison is real: 2e-3 on one logit, or one different token, fails the check."""
     import torch
 
-    from torch_neuronx.compat.checks import _compare_generation, _compare_train
+    from torch_neuronx.model_coverage.checks import _compare_generation, _compare_train
 
     tokens, logits = torch.tensor([[5, 6, 7]]), torch.randn(2, 10)
     assert _compare_generation((tokens, logits), (tokens.clone(), logits.clone()), 1e-3).status == PASS
@@ -133,15 +133,15 @@ def test_compat_command_checks_the_output_folder_first(tmp_path):
     assert "architecture" not in proc.stdout  # nothing ran
 
 
-def test_run_compat_rejects_unknown_options_and_duplicates():
-    from torch_neuronx.compat import run_compat
+def test_run_coverage_rejects_unknown_options_and_duplicates():
+    from torch_neuronx.model_coverage import run_coverage
 
     with pytest.raises(ValueError, match="unknown options"):
-        run_compat(["gpt2"], options={"bogus": 1}, progress=False)
+        run_coverage(["gpt2"], options={"bogus": 1}, progress=False)
     with pytest.raises(ValueError, match="listed twice"):
-        run_compat(["gpt2", "gpt2"], progress=False)
+        run_coverage(["gpt2", "gpt2"], progress=False)
     with pytest.raises(ValueError, match="new_tokens"):
-        run_compat(["gpt2"], options={"new_tokens": 0}, progress=False)
+        run_coverage(["gpt2"], options={"new_tokens": 0}, progress=False)
 
 
 def test_summary_says_which_checks_did_not_run():
@@ -150,3 +150,16 @@ def test_summary_says_which_checks_did_not_run():
     line = rpt.summary_line(reports)
     assert "compiled static-cache generate not run" in line and "train step not run" in line
     assert line.endswith("1 architecture")
+
+
+def test_outcome_status_is_checked_and_reports_round_trip_through_json():
+    import json
+
+    with pytest.raises(ValueError, match="status must be one of"):
+        Outcome("passed")
+    report = Report("llama", "LlamaForCausalLM", 1234, {"generate": Outcome(PASS, "", 1.5e-7),
+                                                        "compiled": Outcome(SKIP, "not requested"),
+                                                        "train": Outcome(CPU_FAIL, "RuntimeError: x")}, 2.5)
+    back = Report.from_dict(json.loads(json.dumps(report.to_dict())))
+    assert back == report
+    assert rpt.summarize([report]).not_run == ("compiled",)

@@ -1,4 +1,4 @@
-"""Runs the compat checks over many architectures in parallel worker processes.
+"""Runs the model-coverage checks over many architectures in parallel worker processes.
 
 ``jobs`` workers (:mod:`.worker`) each take the next architecture from a shared queue; worker
 ``i`` runs on ``neuron:(i mod device_count)``, so a two-worker run uses two NeuronCores. An
@@ -32,13 +32,13 @@ def causal_lm_architectures() -> list[str]:
 
 
 class _Worker:
-    def __init__(self, device: str, options: dict, env: dict):
+    def __init__(self, device: str, options: dict[str, object], env: dict[str, str]):
         self.device, self.options, self.env = device, options, env
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "torch_neuronx.compat.worker", self.device, json.dumps(self.options)],
+            [sys.executable, "-m", "torch_neuronx.model_coverage.worker", self.device, json.dumps(self.options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env=self.env, bufsize=1)
 
@@ -82,8 +82,8 @@ def _failed(model_type: str, reason: str, seconds: float) -> Report:
     return Report(model_type, outcomes={c: Outcome(FAIL, reason) for c in CHECKS}, seconds=seconds)
 
 
-def run_compat(architectures: Iterable[str], *, jobs: int = 2, timeout: float = 240.0,
-               options: dict | None = None, progress: bool = True,
+def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float = 240.0,
+               options: dict[str, object] | None = None, progress: bool = True,
                on_report: Callable[[Report], None] | None = None) -> list[Report]:
     """Checks ``architectures`` with ``jobs`` worker processes and returns the reports in the
     order of ``architectures``.

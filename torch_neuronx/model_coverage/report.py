@@ -1,8 +1,9 @@
-"""The compat table: terminal text, CSV, Markdown and the summary line.
+"""The model-coverage table (``torch-neuronx compat``): terminal text, CSV, Markdown and the summary line.
 
-Counting rules (the acceptance's): a check's rate is ``pass / (pass + fail)`` — architectures
-whose CPU reference raises (``cpu-fail``) or that a check does not apply to (``skip``) are left
-out of that check's denominator and listed separately, with the CPU's reason.
+Counting: a check's rate is ``pass / (pass + fail)``. Architectures whose CPU reference raises
+(``cpu-fail``) or that a check does not apply to (``skip``) are left out of that check's
+denominator and listed separately, with the CPU's reason: a model transformers itself cannot run
+says nothing about the device.
 """
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import csv
 import io
 from dataclasses import dataclass
 
-from .checks import CHECKS, CPU_FAIL, FAIL, PASS, SKIP, Report
+from .checks import CHECK_LABELS, CHECKS, CPU_FAIL, FAIL, PASS, SKIP, Check, Report
 
-#: Acceptance thresholds of ``torch-neuronx compat`` (issue 6): pass rates among the
-#: architectures that pass the same check on the CPU.
-THRESHOLDS = {"generate": 0.98, "compiled": 0.95}
+#: Pass rates ``torch-neuronx compat`` requires (else it exits 1), among the architectures that
+#: pass the same check on the CPU.
+THRESHOLDS: dict[Check, float] = {"generate": 0.98, "compiled": 0.95}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Rate:
     """``passed`` of ``counted`` (pass + fail) architectures for one check."""
 
@@ -26,13 +27,59 @@ class Rate:
 
     @property
     def ratio(self) -> float:
+        """``passed / counted`` (1.0 when nothing was counted)."""
         return self.passed / self.counted if self.counted else 1.0
 
     def __str__(self) -> str:
         return f"{self.passed}/{self.counted} ({100 * self.ratio:.1f}%)"
 
 
-def rates(reports: list[Report]) -> dict[str, Rate]:
+@dataclass(frozen=True)
+class Summary:
+    """The counts behind the summary line.
+
+    Attributes:
+        rates: per check of :data:`~.checks.CHECKS`, its :class:`Rate`.
+        cpu_only: per check, architectures that generate on the CPU but fail this check there
+            (not counted in its rate).
+        not_run: checks no architecture ran (all "not requested").
+        cpu_failures: model types whose greedy generate fails on the CPU itself.
+        architectures: number of reports.
+        seconds: wall time of the run (s), or None.
+    """
+
+    rates: dict[Check, Rate]
+    cpu_only: dict[Check, int]
+    not_run: tuple[Check, ...]
+    cpu_failures: tuple[str, ...]
+    architectures: int
+    seconds: float | None = None
+
+    def meets_thresholds(self) -> bool:
+        """True when every rate of :data:`THRESHOLDS` is met."""
+        return all(self.rates[check].ratio >= need for check, need in THRESHOLDS.items())
+
+    def line(self) -> str:
+        """One line: each check's rate (with how many more architectures fail that check on the CPU
+        itself, or "not run"), the architectures failing on the CPU, their count and the wall time."""
+        parts = []
+        for check in CHECKS:
+            if check in self.not_run:
+                parts.append(f"{CHECK_LABELS[check]} not run")
+                continue
+            part = f"{CHECK_LABELS[check]} {self.rates[check]}"
+            if check != "generate" and self.cpu_only[check]:
+                part += f" (+{self.cpu_only[check]} failing it on CPU, not counted)"
+            parts.append(part)
+        n = self.architectures
+        parts += [f"{len(self.cpu_failures)} fail on CPU itself (not counted)",
+                  f"{n} architecture{'s' if n != 1 else ''}"]
+        if self.seconds is not None:
+            parts[-1] += f" in {int(self.seconds // 60)}m{int(self.seconds % 60):02d}s"
+        return "compat: " + " · ".join(parts)
+
+
+def rates(reports: list[Report]) -> dict[Check, Rate]:
     """Per check (:data:`~.checks.CHECKS`), the :class:`Rate` over ``reports``."""
     out = {}
     for check in CHECKS:
@@ -46,38 +93,29 @@ def cpu_failures(reports: list[Report]) -> list[Report]:
     return [r for r in reports if r.outcomes.get("generate") and r.outcomes["generate"].status == CPU_FAIL]
 
 
+def summarize(reports: list[Report], seconds: float | None = None) -> Summary:
+    """The :class:`Summary` of ``reports``; ``seconds`` is the run's wall time, if known."""
+    on_cpu = cpu_failures(reports)
+    generating = [rep for rep in reports if rep not in on_cpu]
+    not_run = tuple(
+        check for check in CHECKS
+        if all(o is None or (o.status == SKIP and o.reason == "not requested")
+               for o in (rep.outcomes.get(check) for rep in reports))
+    )
+    cpu_only = {check: sum(1 for rep in generating
+                           if rep.outcomes.get(check) and rep.outcomes[check].status == CPU_FAIL)
+                for check in CHECKS}
+    return Summary(rates(reports), cpu_only, not_run, tuple(r.model_type for r in on_cpu), len(reports), seconds)
+
+
 def meets_thresholds(reports: list[Report]) -> bool:
     """True when every rate of :data:`THRESHOLDS` is met."""
-    r = rates(reports)
-    return all(r[check].ratio >= need for check, need in THRESHOLDS.items())
-
-
-LABELS = {"generate": "generate", "compiled": "compiled static-cache generate", "train": "train step"}
+    return summarize(reports).meets_thresholds()
 
 
 def summary_line(reports: list[Report], seconds: float | None = None) -> str:
-    """One line: each check's rate (with how many more architectures fail that check on the CPU
-    itself, or "not run"), the architectures failing on the CPU, their count and the wall time."""
-    r = rates(reports)
-    on_cpu = cpu_failures(reports)
-    generating = [rep for rep in reports if rep not in on_cpu]
-    parts = []
-    for check in CHECKS:
-        outcomes = [rep.outcomes.get(check) for rep in reports]
-        if all(o is None or (o.status == SKIP and o.reason == "not requested") for o in outcomes):
-            parts.append(f"{LABELS[check]} not run")
-            continue
-        part = f"{LABELS[check]} {r[check]}"
-        cpu_only = sum(1 for rep in generating if rep.outcomes.get(check) and rep.outcomes[check].status == CPU_FAIL)
-        if check != "generate" and cpu_only:
-            part += f" (+{cpu_only} failing it on CPU, not counted)"
-        parts.append(part)
-    n = len(reports)
-    parts += [f"{len(on_cpu)} fail on CPU itself (not counted)",
-              f"{n} architecture{'s' if n != 1 else ''}"]
-    if seconds is not None:
-        parts[-1] += f" in {int(seconds // 60)}m{int(seconds % 60):02d}s"
-    return "compat: " + " · ".join(parts)
+    """:meth:`Summary.line` of ``reports``."""
+    return summarize(reports, seconds).line()
 
 
 def _first_reason(report: Report) -> str:
