@@ -10,7 +10,7 @@ from setuptools import setup
 # Building needs torch's headers, not the neuron device: a previous install whose C++ core is
 # missing or stale must not break `import torch` here (PyTorch autoloads installed backends).
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = Path(__file__).resolve().parent
 CSRC = ROOT / "csrc"

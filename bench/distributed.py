@@ -24,6 +24,7 @@ NeuronCore adds to gloo (aliasing, the Python process group), which should be no
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -91,7 +92,8 @@ def worker_allreduce(max_mib: int) -> dict:
         repeats = 30 if size <= 2**20 else (10 if size <= 16 * 2**20 else 5)
         t_dev, t_cpu = [], []
         for i in range(repeats + 1):  # first round is warm-up; alternate which goes first
-            pair = [("neuron", lambda: dist.all_reduce(x_dev)), ("gloo", lambda: dist.all_reduce(x_cpu, group=gloo))]
+            pair = [("neuron", functools.partial(dist.all_reduce, x_dev)),
+                    ("gloo", functools.partial(dist.all_reduce, x_cpu, group=gloo))]
             for name, fn in (pair if i % 2 == 0 else pair[::-1]):
                 dist.barrier()
                 t0 = time.perf_counter()

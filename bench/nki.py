@@ -20,11 +20,11 @@ as in SwiGLU ViTs such as EVA-02; a GELU MLP has no kernel in our library yet).
 
 Peaks, per physical NeuronCore-v3 (trn2 at LNC=1, the core the simulator models), from the platform
 table (torch_neuronx/runtime/platforms.py, which cites the AWS pages): Tensor Engine 79 dense BF16
-TFLOPS; HBM 2.9 TB/s per chip / 8 cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak (so element-wise ops are always
-bandwidth-bound in the roofline, which flatters the unfused side). A second unfused column uses the
-cost model's sustained DMA rate instead of the HBM peak (16 DMA engines x 23 B/ns x 0.38 calibrated
-efficiency = 139.8 GB/s, see torch_neuronx/runtime/platforms.py), i.e. the same memory system the fused
-estimates see.
+TFLOPS; HBM 2.9 TB/s per chip / 8 cores = 362.5 GB/s. All FLOPs are charged at the Tensor-Engine peak
+(so element-wise ops are always bandwidth-bound in the roofline, which flatters the unfused side).
+A second unfused column uses the cost model's sustained DMA rate instead of the HBM peak (16 DMA engines
+x 23 B/ns x 0.38 calibrated efficiency = 139.8 GB/s, see torch_neuronx/runtime/platforms.py), i.e. the
+same memory system the fused estimates see.
 
 Also reported: the simulator's own throughput, instructions simulated per host second.
 """
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -42,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from torch_neuronx.runtime.platforms import PLATFORMS  # noqa: E402  (after the path set-up above)
+from torch_neuronx.runtime.platforms import PLATFORMS  # after the path set-up above
 
 TRN2 = PLATFORMS["trn2"]
 PEAK_FLOPS = TRN2.core.tensor.peak_flops("bfloat16")                      # 79e12 per NeuronCore-v3
@@ -55,7 +54,7 @@ def roofline_us(flops: float, nbytes: float, bw: float = HBM_BYTES_PER_S) -> flo
     return max(flops / PEAK_FLOPS, nbytes / bw) * 1e6
 
 
-def unfused_ops(S, H, nh, I):
+def unfused_ops(S, H, nh, I):  # noqa: E741  (I: the MLP intermediate size)
     """[(group, op, FLOPs, bytes moved)] of the eager op sequence; group names the fused kernel
     that replaces the op, or "" when the op stays as is."""
     d = H // nh
@@ -81,7 +80,7 @@ def unfused_ops(S, H, nh, I):
     return ops
 
 
-def fused_kernels(S, H, nh, I, platform="trn2"):
+def fused_kernels(S, H, nh, I, platform="trn2"):  # noqa: E741  (I: the MLP intermediate size)
     """{group: (estimated us, simulated instructions, host seconds, dma bytes)} from nki.benchmark."""
     from torch_neuronx import nki
     from torch_neuronx.kernels.attention import attention_kernel
@@ -123,7 +122,7 @@ def main(argv=None):
     ap.add_argument("--mlp", type=int, default=2048)
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     a = ap.parse_args(argv)
-    S, H, nh, I = a.seq, a.hidden, a.heads, a.mlp
+    S, H, nh, I = a.seq, a.hidden, a.heads, a.mlp  # noqa: E741  (I: the MLP intermediate size)
     dma_bw = TRN2.core.dma.sustained_bytes_per_s
 
     ops = unfused_ops(S, H, nh, I)

@@ -21,7 +21,6 @@ own neuron backend (``diffusers/hooks/tensor_parallel_neuron.py``). Text encoder
 """
 from __future__ import annotations
 
-import torch
 
 from _diffusers_common import (DTYPES, build_parser, byte_alphabet, check_args, enable_tensor_parallel,
                                finish, init_distributed, pretrained_pipeline, run, seeded_build)

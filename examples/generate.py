@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     print(f"generate #1 (with compile): {timings[0]:.2f} s")
     print(f"generate #2: {timings[1]:.2f} s, {n / timings[1]:.1f} tokens/s "
           f"({tokens.shape[0]} x {tokens.shape[1]} new tokens, static cache {max_cache_len})")
-    for prompt, row in zip(prompts, tokens):
+    for prompt, row in zip(prompts, tokens, strict=True):
         print(f"PROMPT {prompt!r}\n  TEXT {tokenizer.decode(row, skip_special_tokens=True)!r}\n"
               f"  TOKENS {row.tolist()}")
 

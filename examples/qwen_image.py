@@ -21,7 +21,6 @@ own neuron backend (``diffusers/hooks/tensor_parallel_neuron.py``). Text encoder
 """
 from __future__ import annotations
 
-import torch
 
 from _diffusers_common import (DTYPES, build_parser, byte_alphabet, check_args, enable_tensor_parallel,
                                finish, init_distributed, pretrained_pipeline, run, seeded_build)
@@ -88,7 +87,8 @@ def main(argv: list[str] | None = None):
     if args.model:
         from diffusers import QwenImagePipeline, QwenImageTransformer2DModel
 
-        pipe = pretrained_pipeline(QwenImagePipeline, QwenImageTransformer2DModel, args.model, args.tp, DTYPES[args.dtype])
+        pipe = pretrained_pipeline(QwenImagePipeline, QwenImageTransformer2DModel, args.model, args.tp,
+                                   DTYPES[args.dtype])
     else:
         pipe = tiny_pipeline(args.seed)
         if args.tp > 1:

@@ -17,7 +17,7 @@ def test_autograd_matches_cpu():
     y = torch.randint(0, 3, (5,))
     torch.nn.functional.cross_entropy(cpu(x), y).backward()
     torch.nn.functional.cross_entropy(dev(x.to("neuron")), y.to("neuron")).backward()
-    for a, b in zip(cpu.parameters(), dev.parameters()):
+    for a, b in zip(cpu.parameters(), dev.parameters(), strict=True):
         assert b.grad.device.type == "neuron"
         torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-5, atol=1e-6)
 
@@ -49,7 +49,7 @@ def test_optimizers_match_cpu(opt, kw):
             o.zero_grad()
             m(inp).square().mean().backward()
             o.step()
-    for a, b in zip(cpu.parameters(), dev.parameters()):
+    for a, b in zip(cpu.parameters(), dev.parameters(), strict=True):
         torch.testing.assert_close(b.detach().cpu(), a.detach(), rtol=1e-5, atol=1e-6)
 
 

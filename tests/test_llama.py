@@ -46,7 +46,7 @@ def test_trains_and_matches_cpu_step(models, batch):
             log.append(loss.item())
     assert losses[-1] < losses[0]
     assert losses == pytest.approx(ref_losses, abs=1e-4)
-    changed = sum(not torch.equal(b, p.detach().cpu()) for b, p in zip(before, dev.parameters()))
+    changed = sum(not torch.equal(b, p.detach().cpu()) for b, p in zip(before, dev.parameters(), strict=True))
     assert changed == len(before)
 
 

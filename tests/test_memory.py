@@ -1,5 +1,4 @@
 """Per-core HBM accounting, out-of-memory, storage resize."""
-import pytest
 import torch
 
 

@@ -10,7 +10,7 @@ import torch
 import torch_neuronx
 
 
-def N(t):
+def N(t):  # noqa: N802  (short: it wraps nearly every tensor in these tests)
     return t.to("neuron")
 
 
@@ -59,7 +59,7 @@ def test_foreach_ops_run_as_one_op():
     tensors = [torch.randn(3), torch.randn(5), torch.randn(2)]
     out, ops = _run_tracked(torch._foreach_mul, [N(t) for t in tensors], 3.0)
     assert [o.device.type for o in out] == ["neuron"] * 3
-    for o, t in zip(out, tensors):
+    for o, t in zip(out, tensors, strict=True):
         assert torch.equal(o.cpu(), t * 3.0)
     assert ops == {"aten::_foreach_mul.Scalar": 1}
 

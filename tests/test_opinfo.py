@@ -59,8 +59,8 @@ import torch
 if not __package__:  # run as a file: the relative imports below need the tests package
     sys.exit("run the sweep as a module from the repository root: python -m tests.test_opinfo [float32|bfloat16 ...]")
 
-from .opinfo_expected_failures import EXPECTED_FAILURES, NOT_COUNTED  # noqa: E402
-from .processes import REPO  # noqa: E402
+from .opinfo_expected_failures import EXPECTED_FAILURES, NOT_COUNTED
+from .processes import REPO
 
 SAMPLES_PER_OP = int(os.environ.get("TORCH_NEURONX_OPINFO_SAMPLES", "100"))
 MAX_SAMPLES_TRIED = 4 * SAMPLES_PER_OP  # samples looked at to find SAMPLES_PER_OP that run on CPU
@@ -102,7 +102,7 @@ def _values_unchecked(op) -> bool:
     if packet is not None:
         try:
             overloads = [getattr(packet, name) for name in packet.overloads()]
-        except Exception:
+        except Exception:  # noqa: BLE001  (an odd packet: no overloads to inspect)
             overloads = []
         if any(torch.Tag.nondeterministic_seeded in ov.tags for ov in overloads):
             return True
@@ -126,7 +126,7 @@ def _short(text: str, limit: int = 400) -> str:
 def _describe(sample) -> str:
     try:
         text = sample.summary()
-    except Exception:
+    except Exception:  # noqa: BLE001  (a description only: fall back to repr)
         text = repr(sample)
     text = text.replace(', device="cpu"', "").replace(", broadcasts_input=False", "")
     return _short(text, 600)
@@ -157,7 +157,7 @@ def _copy(obj, device: str, memo: dict, probe=None):
         return device
     if isinstance(obj, (tuple, list)):
         probes = probe if isinstance(probe, (tuple, list)) and len(probe) == len(obj) else [None] * len(obj)
-        items = [_copy(x, device, memo, p) for x, p in zip(obj, probes)]
+        items = [_copy(x, device, memo, p) for x, p in zip(obj, probes, strict=True)]
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):
             return type(obj)(*items)
         return type(obj)(items)
@@ -196,7 +196,7 @@ def _probe_sample(op, dtype, index):
         _seed()
         sample = next(itertools.islice(op.sample_inputs("neuron", dtype, requires_grad=False), index, None))
         return (sample.input, sample.args, sample.kwargs)
-    except Exception:
+    except Exception:  # noqa: BLE001  (no probe: the sample is copied without placement hints)
         return None
 
 
@@ -229,19 +229,21 @@ def _compare(expected, actual, path: str, rtol: float, atol: float, values: bool
             return
         try:
             got = actual.detach().cpu()
-        except Exception as e:  # noqa: BLE001
-            raise _Mismatch(f"{path}: copying the neuron result to CPU raised {type(e).__name__}: {_short(e, 200)}")
+        except Exception as e:
+            raise _Mismatch(f"{path}: copying the neuron result to CPU raised "
+                            f"{type(e).__name__}: {_short(e, 200)}") from e
         try:
             torch.testing.assert_close(
                 got, expected.detach(), rtol=rtol, atol=atol, equal_nan=True, check_stride=False
             )
         except AssertionError as e:
-            raise _Mismatch(f"{path}: {_short(e, 300)}")
+            raise _Mismatch(f"{path}: {_short(e, 300)}") from e
         return
     if isinstance(expected, (tuple, list)) and not isinstance(expected, torch.Size):
         if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            raise _Mismatch(f"{path}: {type(actual).__name__} {_short(repr(actual), 80)} vs {_short(repr(expected), 80)}")
-        for i, (e, a) in enumerate(zip(expected, actual)):
+            raise _Mismatch(f"{path}: {type(actual).__name__} {_short(repr(actual), 80)} "
+                            f"vs {_short(repr(expected), 80)}")
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             _compare(e, a, f"{path}[{i}]", rtol, atol, values, device)
         return
     if isinstance(expected, dict):
@@ -262,7 +264,7 @@ def _compare(expected, actual, path: str, rtol: float, atol: float, values: bool
             try:
                 torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
             except AssertionError as e:
-                raise _Mismatch(f"{path}: {_short(e, 200)}")
+                raise _Mismatch(f"{path}: {_short(e, 200)}") from e
         elif values and actual != expected:
             raise _Mismatch(f"{path}: {actual!r} vs {expected!r}")
         return
@@ -398,11 +400,11 @@ def _check_op(op, dtype_name: str, emit) -> dict:
                     "error": f"{type(e).__name__}: {_short(e)}"}
         # In-place effects: every input tensor must have been changed (or left alone) alike.
         try:
-            for name, cpu_part, n_part in zip(("input", "args", "kwargs"), parts, n_parts):
+            for name, cpu_part, n_part in zip(("input", "args", "kwargs"), parts, n_parts, strict=True):
                 cpu_tensors, n_tensors = _tensors(cpu_part), _tensors(n_part)
                 if len(cpu_tensors) != len(n_tensors):
                     raise _Mismatch(f"{name}: tensor structure changed")
-                for (path, c), (_, n) in zip(cpu_tensors, n_tensors):
+                for (path, c), (_, n) in zip(cpu_tensors, n_tensors, strict=True):
                     _compare(c, n, f"{name}{path} (after the op)", rtol, atol, values, None)
         except _Mismatch as e:
             return {**result, "status": "fail", "stage": "compare", "sample": desc, "error": str(e)}
@@ -537,7 +539,7 @@ def _selected_ops(dtype: torch.dtype):
             continue
         try:
             supported = dtype in op.supported_dtypes("cpu")
-        except Exception:
+        except Exception:  # noqa: BLE001  (an op whose dtypes cannot be listed is not run)
             supported = False
         if supported:
             chosen.append((index, _op_key(op)))
@@ -704,7 +706,8 @@ def differences(rows: list[dict], dtype_name: str, whole_op_db: bool = True) -> 
         elif status not in ("cpu_fail", "slow") and op in not_counted:
             out.append(f"counted now ({status}): remove {key} from NOT_COUNTED (it said: {not_counted[op]})")
         if status == "cpu_fail" and op in expected:
-            out.append(f"no longer runs on CPU: move {key} from EXPECTED_FAILURES to NOT_COUNTED — {r.get('error', '')}")
+            out.append(f"no longer runs on CPU: move {key} from EXPECTED_FAILURES to NOT_COUNTED — "
+                       f"{r.get('error', '')}")
     if whole_op_db:
         for table, entries in (("EXPECTED_FAILURES", expected), ("NOT_COUNTED", not_counted)):
             for op in sorted(set(entries) - set(by_op)):

@@ -1,5 +1,4 @@
 """Eager op semantics: views, in-place, strides, copies, dtypes, device checks, fallbacks."""
-import warnings
 
 import pytest
 import torch
@@ -7,7 +6,7 @@ import torch
 import torch_neuronx
 
 
-def N(t):
+def N(t):  # noqa: N802  (short: it wraps nearly every tensor in these tests)
     return t.to("neuron")
 
 

@@ -104,12 +104,12 @@ def probed(py):
         r = py(_PROBE, env={"CASES": json.dumps(CASES), "TORCH_NEURONX_NKI_PLATFORM": "trn1"})
         assert r.returncode == 0, r.stderr
         result = json.loads(r.stdout.strip().splitlines()[-1])
-        result["cases"] = dict(zip(map(tuple, CASES), result["cases"]))
+        result["cases"] = dict(zip(map(tuple, CASES), result["cases"], strict=True))
         _PROBED.update(result)
     return _PROBED
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{n}-lnc{l or 'default'}" for n, l in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{n}-lnc{lnc or 'default'}" for n, lnc in CASES])
 def test_device_topology_and_nki_read_the_same_row(probed, case):
     got = probed["cases"][case]
     p = PLATFORMS[case[0]]

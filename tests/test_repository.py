@@ -63,8 +63,7 @@ def _lines(path: Path):
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         return
-    for number, line in enumerate(text.splitlines(), 1):
-        yield number, line
+    yield from enumerate(text.splitlines(), 1)
 
 
 def _where(path: Path, number: int) -> str:

@@ -92,5 +92,5 @@ def test_gradient_checkpointing_restores_device_rng(reentrant):
     net.zero_grad()
     torch.manual_seed(3)
     checkpoint(net, x, use_reentrant=reentrant).sum().backward()
-    for p, r in zip(net.parameters(), ref):
+    for p, r in zip(net.parameters(), ref, strict=True):
         assert torch.equal(p.grad.cpu(), r)

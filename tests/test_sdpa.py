@@ -23,7 +23,7 @@ def test_fused_sdpa_matches_cpu(hq, hk, causal, mask):
     assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1
     assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
     torch.testing.assert_close(out.cpu(), ref, rtol=1e-5, atol=1e-5)
-    for a, b in zip((qn, kn, vn), (q, k, v)):
+    for a, b in zip((qn, kn, vn), (q, k, v), strict=True):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
 
 
@@ -53,7 +53,7 @@ def test_fused_sdpa_outputs_match_meta_shapes():
     op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
     meta = op(q.to("meta"), q.to("meta"), q.to("meta"))
     got = op(q.to("neuron"), q.to("neuron"), q.to("neuron"))
-    for m, g in zip(meta, got):
+    for m, g in zip(meta, got, strict=True):
         if isinstance(m, torch.Tensor):
             assert isinstance(g, torch.Tensor) and g.shape == m.shape and g.dtype == m.dtype
         else:

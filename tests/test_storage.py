@@ -68,7 +68,7 @@ def test_concurrent_host_to_device_copies_from_four_threads():
         t.start()
     for t in threads:
         t.join()
-    for o, s in zip(out, src):
+    for o, s in zip(out, src, strict=True):
         assert o.device.type == "neuron" and torch.equal(o.cpu(), s.to(torch.bfloat16).float())
     assert torch.neuron.memory_allocated() - base == sum(o.numel() * 4 for o in out)
 

@@ -51,7 +51,7 @@ def test_training_forward_backward_fullgraph_matches_eager():
     loss_ref = torch.nn.functional.cross_entropy(ref(x), y)
     loss_ref.backward()
     torch.testing.assert_close(loss.cpu(), loss_ref, rtol=1e-5, atol=1e-6)
-    for p, q in zip(dev.parameters(), ref.parameters()):
+    for p, q in zip(dev.parameters(), ref.parameters(), strict=True):
         assert p.grad.device.type == "neuron"
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-6)
     m = tnc.get_dynamo_metrics()

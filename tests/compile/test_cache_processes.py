@@ -41,7 +41,7 @@ def _run(cache_dir, background=False):
 
 def _parse(proc):
     assert proc.returncode == 0, proc.stderr[-4000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("METRICS ")][-1]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("METRICS ")][-1]
     return json.loads(line[len("METRICS "):]), proc.stderr
 
 

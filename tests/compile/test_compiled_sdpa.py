@@ -47,5 +47,5 @@ def test_compiled_sdpa_training_matches_cpu(hk, causal, mask_kind, ckpt):
     ref_loss, ref_grads = grads("cpu", False)
     loss, got = grads("neuron", True)
     torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-4)
-    for g, r in zip(got, ref_grads):
+    for g, r in zip(got, ref_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)

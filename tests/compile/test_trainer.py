@@ -62,7 +62,7 @@ def test_trainer_torch_compile_on_neuron(tiny_llama, tmp_path):
     assert args.torch_compile_backend == "neuron" and args.device.type == "neuron"
     assert isinstance(model, LlamaForCausalLM) and next(model.parameters()).device.type == "neuron"
     assert len(losses) == len(ref_losses) == 4
-    for a, b in zip(losses, ref_losses):
+    for a, b in zip(losses, ref_losses, strict=True):
         assert abs(a - b) <= 1e-4, (losses, ref_losses)
     m = tnc.get_dynamo_metrics()
     distinct_shapes = 2  # (2, 128) and (2, 256)

@@ -109,7 +109,7 @@ def test_tensor_parallel_matches_single_core(reference):
     tp, out = _run(script, tmp, "tp2", "--device", "neuron", "--tp", "2", nproc=2)
     assert "tp=2" in out, out
     # Diffusers' neuron TP path really split the transformer: rank 0 holds well under all of its weights.
-    line = next(l for l in out.splitlines() if "parameters sharded" in l)
+    line = next(ln for ln in out.splitlines() if "parameters sharded" in ln)
     n_sharded = int(line.split("transformer:")[1].split()[0])
     local, total = map(int, line.split("holds ")[1].split()[0].split("/"))
     assert n_sharded > 0 and local < 0.9 * total, line

@@ -4,7 +4,6 @@ through ``replace_kernel_forward_from_hub`` + ``kernelize(device="neuron")``, of
 logits unchanged, training gradients equal to eager PyTorch, and the kernel is one node of a
 torch.compile graph."""
 import copy
-import os
 import pathlib
 
 import pytest
@@ -96,7 +95,7 @@ def test_training_step_gradients_match_eager(model_and_batch):
         loss.backward()
         losses.append(loss.item())
     assert losses[1] == pytest.approx(losses[0], abs=1e-5)
-    for (name, p_ref), (_, p) in zip(ref_model.named_parameters(), model.named_parameters()):
+    for (name, p_ref), (_, p) in zip(ref_model.named_parameters(), model.named_parameters(), strict=True):
         assert p.grad is not None, name
         torch.testing.assert_close(p.grad.cpu(), p_ref.grad.cpu(), rtol=1e-4, atol=1e-5, msg=name)
     norm_grads = [p.grad for n, p in model.named_parameters() if "norm" in n]

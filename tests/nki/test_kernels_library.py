@@ -36,7 +36,7 @@ def test_rms_norm_fp32_forward_and_nki_backward():
     out, exp, grads, ref_grads = _run(lambda x, w: K.rms_norm(x, w, 1e-6), _llama_rmsnorm,
                                       [_randn(2, 150, 256), _randn(256)])
     torch.testing.assert_close(out, exp, rtol=1e-5, atol=1e-5)
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
 
 
@@ -52,7 +52,7 @@ def test_rms_norm_passes_torch_library_opcheck():
     x = _randn(40, 64).to("neuron").requires_grad_()
     w = _randn(64).to("neuron").requires_grad_()
     torch.library.opcheck(torch.ops.neuron_kernels.rms_norm.default, (x, w, 1e-6),
-                          test_utils=("test_schema", "test_faketensor"))   # autograd check: NYI for non-CPU/CUDA/XPU in torch
+                          test_utils=("test_schema", "test_faketensor"))  # autograd: NYI in torch off CPU/CUDA/XPU
 
 
 def test_layer_norm_bn_stats_matches_torch():
@@ -60,7 +60,7 @@ def test_layer_norm_bn_stats_matches_torch():
                                       lambda x, w, b: F.layer_norm(x, (768,), w, b, 1e-5),
                                       [_randn(3, 70, 768, scale=2) + 1, _randn(768), _randn(768)])
     torch.testing.assert_close(out, exp, rtol=1e-4, atol=1e-4)
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
 
 
@@ -77,7 +77,7 @@ def test_swiglu_mlp_matches_unfused_torch():
                                       [_randn(2, 100, 256), _randn(256, 384, scale=0.06),
                                        _randn(256, 384, scale=0.06), _randn(384, 256, scale=0.05)])
     torch.testing.assert_close(out, exp, rtol=1e-4, atol=1e-4)
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-4)
 
 
@@ -96,7 +96,7 @@ def test_attention_matches_sdpa(dtype, tol):
     out, exp, grads, ref_grads = _run(K.attention, F.scaled_dot_product_attention,
                                       [_randn(2, 2, 256, 64) for _ in range(3)], dtype)
     torch.testing.assert_close(out, exp, rtol=tol, atol=tol)
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, r, rtol=tol, atol=tol)
 
 

@@ -35,7 +35,7 @@ def _out(shape=(128, 512)):
 def test_sbuf_tile_256x512_exceeds_partitions():
     @nki.jit
     def k(a):
-        t = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)
+        _t = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)
         o = _out()
         nl.store(o, value=nl.load(a))
         return o
@@ -177,7 +177,7 @@ def test_matmul_contraction_mismatch():
 def test_psum_tile_free_size_over_512():
     @nki.jit
     def k(a):
-        acc = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)
+        _acc = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)
         o = _out()
         nl.store(o, value=nl.load(a))
         return o
@@ -438,7 +438,7 @@ def test_sbuf_capacity_per_platform():
     @nki.jit(platform_target="trn1")
     def trn1(a):
         o = _out()
-        big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # 200 KiB per partition
+        _big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # 200 KiB per partition
         nl.store(o, value=nl.load(a))
         return o
     _raises(E.err_buffer_capacity_exceeded, trn1, np.zeros((128, 512), F32), contains=("196608", "trn1"))
@@ -446,7 +446,7 @@ def test_sbuf_capacity_per_platform():
     @nki.jit(platform_target="trn2")
     def trn2(a):
         o = _out()
-        big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # fits in 224 KiB
+        _big = nl.ndarray((128, 50 * 1024), dtype=nl.float32, buffer=nl.sbuf)   # fits in 224 KiB
         nl.store(o, value=nl.load(a))
         return o
     assert trn2(np.ones((128, 512), F32)).shape == (128, 512)
@@ -456,7 +456,7 @@ def test_psum_holds_eight_banks():
     @nki.jit
     def k(a):
         o = _out()
-        banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
+        _banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
         nl.store(o, value=nl.load(a))
         return o
     _raises(E.err_buffer_capacity_exceeded, k, np.zeros((128, 512), F32), contains=("psum", "16384"))
@@ -470,7 +470,7 @@ def test_api_outside_kernel():
 def test_shared_hbm_inside_loop():
     @nki.jit
     def k(a):
-        for i in nl.affine_range(2):
+        for _i in nl.affine_range(2):
             o = _out()
         return o
     _raises(E.err_shared_hbm_must_in_kernel_level, k, np.zeros((1, 1), F32))

@@ -25,13 +25,17 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 # Local files only: the Hub is never contacted (read by huggingface_hub when it is first imported).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -44,11 +48,27 @@ SENTENCES = [
 
 PROMPT = "The for statement"
 
+
+
+class LlamaSize(TypedDict):
+    """Shape and training settings of the Llama of part (b)."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    seq_len: int  # tokens per training block
+    batch_size: int  # blocks per step
+    steps: int  # training steps when ``run_demo`` is not given any
+    lr: float  # peak AdamW learning rate
+
+
 # Sizes of the Llama trained in part (b). The full size trains in about a minute on 2 CPU cores.
-LLAMA_FULL = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=4, seq_len=128, batch_size=8, steps=500, lr=2e-3)
-LLAMA_QUICK = dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
-                   num_key_value_heads=4, seq_len=64, batch_size=4, steps=80, lr=3e-3)
+LLAMA_FULL = LlamaSize(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
+                       num_key_value_heads=4, seq_len=128, batch_size=8, steps=500, lr=2e-3)
+LLAMA_QUICK = LlamaSize(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=4, seq_len=64, batch_size=4, steps=80, lr=3e-3)
 VOCAB_SIZE = 2048
 SEED = 0
 
@@ -73,15 +93,16 @@ def _print_memory(device: torch.device, when: str) -> None:
     """On a ``neuron`` device, print the bytes allocated now and at peak (in MiB) on its core."""
     if device.type != "neuron":
         return
+    neuron = torch.neuron  # type: ignore[attr-defined]  # registered by the autoload; unknown to torch's stubs
     mib = 1024 * 1024
-    print(f"memory on {device} {when}: {torch.neuron.memory_allocated(device) / mib:.1f} MiB allocated, "
-          f"peak {torch.neuron.max_memory_allocated(device) / mib:.1f} MiB")
+    print(f"memory on {device} {when}: {neuron.memory_allocated(device) / mib:.1f} MiB allocated, "
+          f"peak {neuron.max_memory_allocated(device) / mib:.1f} MiB")
 
 
 def _sync(device: torch.device) -> None:
     """Wait for queued work on ``device`` (no-op on CPU), so wall-clock times are honest."""
     mod = getattr(torch, device.type, None)
-    if device.type != "cpu" and hasattr(mod, "synchronize"):
+    if device.type != "cpu" and mod is not None and hasattr(mod, "synchronize"):
         mod.synchronize()
 
 
@@ -101,7 +122,8 @@ def mean_pool_normalize(last_hidden: torch.Tensor, attention_mask: torch.Tensor)
     return F.normalize(summed / counts, p=2, dim=1)
 
 
-def embed_sentences(model, tokenizer, sentences: list[str], device: torch.device) -> torch.Tensor:
+def embed_sentences(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sentences: list[str],
+                    device: torch.device) -> torch.Tensor:
     """Embed ``sentences`` with a BERT-style ``model`` already on ``device``; returns CPU float32."""
     batch = tokenizer(sentences, padding=True, truncation=True, max_length=256, return_tensors="pt")
     batch = {k: v.to(device) for k, v in batch.items()}
@@ -118,7 +140,8 @@ def run_embeddings(device: torch.device) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModel.from_pretrained(path, device_map=str(device), local_files_only=True).eval()
     print(f"loaded {model.config.architectures[0]} from {path}")
-    print(f"  parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M on {next(model.parameters()).device}")
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"  parameters: {n_params / 1e6:.1f} M on {next(model.parameters()).device}")
 
     emb = embed_sentences(model, tokenizer, SENTENCES, device)
     cpu_model = AutoModel.from_pretrained(path, device_map="cpu", local_files_only=True).eval()
@@ -148,7 +171,7 @@ def pydoc_corpus() -> list[str]:
     return [topics[k] for k in sorted(topics)]
 
 
-def train_bpe_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE):
+def train_bpe_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer on ``texts`` and wrap it as a transformers fast tokenizer.
 
     Special tokens: ``<pad>`` (id 0), ``<s>`` (1, bos), ``</s>`` (2, eos).
@@ -165,7 +188,7 @@ def train_bpe_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE):
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
 
 
-def token_blocks(tokenizer, texts: list[str], seq_len: int) -> torch.Tensor:
+def token_blocks(tokenizer: PreTrainedTokenizerBase, texts: list[str], seq_len: int) -> torch.Tensor:
     """Tokenize ``texts``, join them with eos, and cut the stream into (n_blocks, seq_len) int64."""
     ids: list[int] = []
     for enc in tokenizer(texts, add_special_tokens=False)["input_ids"]:
@@ -175,7 +198,7 @@ def token_blocks(tokenizer, texts: list[str], seq_len: int) -> torch.Tensor:
     return torch.tensor(ids[: n * seq_len], dtype=torch.long).view(n, seq_len)
 
 
-def build_llama(tokenizer, size: dict):
+def build_llama(tokenizer: PreTrainedTokenizerBase, size: LlamaSize) -> LlamaForCausalLM:
     """A randomly initialised ``LlamaForCausalLM`` (seed ``SEED``) built on CPU from ``size``."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -190,7 +213,7 @@ def build_llama(tokenizer, size: dict):
     return LlamaForCausalLM(config)
 
 
-def train_llama(model, blocks: torch.Tensor, device: torch.device, steps: int, batch_size: int,
+def train_llama(model: PreTrainedModel, blocks: torch.Tensor, device: torch.device, steps: int, batch_size: int,
                 lr: float) -> list[float]:
     """Train ``model`` (already on ``device``) for ``steps`` AdamW steps under bf16 autocast.
 
@@ -232,7 +255,7 @@ def run_llama(device: torch.device, steps: int, quick: bool, out_dir: Path) -> d
     """Part (b): tokenizer + Llama training, save/reload check and greedy generation on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    size = dict(LLAMA_QUICK if quick else LLAMA_FULL)
+    size = (LLAMA_QUICK if quick else LLAMA_FULL).copy()
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -248,8 +271,9 @@ def run_llama(device: torch.device, steps: int, quick: bool, out_dir: Path) -> d
           f"-> {blocks.shape[0]} blocks of {size['seq_len']} ({timings['tokenizer']:.1f} s)")
 
     if device.type == "neuron":
-        torch.neuron.reset_peak_memory_stats(device)  # the peaks below are this part's
-    model = build_llama(tokenizer, size).to(device)
+        torch.neuron.reset_peak_memory_stats(device)  # type: ignore[attr-defined]  # the peaks below are this part's
+    # (transformers types PreTrainedModel.to through functools.wraps, which loses the method's self.)
+    model = build_llama(tokenizer, size).to(device)  # type: ignore[arg-type]
     n_params = sum(p.numel() for p in model.parameters())
     print(f"Llama: hidden {size['hidden_size']}, intermediate {size['intermediate_size']}, "
           f"{size['num_hidden_layers']} layers, {size['num_attention_heads']} heads, "
@@ -300,6 +324,7 @@ def run_llama(device: torch.device, steps: int, quick: bool, out_dir: Path) -> d
     prompt_len = inputs["input_ids"].shape[1]
     new_ids = out[0, prompt_len:].cpu()
     continuation = reloaded_tok.decode(new_ids, skip_special_tokens=True)
+    assert isinstance(continuation, str)  # one sequence of ids decodes to one string
     same_as_cpu = torch.equal(out.cpu(), out_cpu)
     print(f"\ngreedy generate on {device} ({len(new_ids)} new tokens):")
     print(f"  {PROMPT!r} -> {PROMPT + continuation!r}")
@@ -329,14 +354,15 @@ def neuron_stats(device: torch.device, top: int = 12) -> dict:
     """Part (c): per-core memory (bytes) and op counts of a ``neuron`` device, printed and returned."""
     import torch_neuronx
 
-    index = device.index if device.index is not None else torch.neuron.current_device()
-    props = torch.neuron.get_device_properties(index)
+    neuron = torch.neuron  # type: ignore[attr-defined]  # registered by the autoload; unknown to torch's stubs
+    index = device.index if device.index is not None else neuron.current_device()
+    props = neuron.get_device_properties(index)
     stats = {
         "device_name": props.name,
         "total_memory": props.total_memory,
-        "memory_allocated": torch.neuron.memory_allocated(index),
-        "max_memory_allocated": torch.neuron.max_memory_allocated(index),
-        "memory_reserved": torch.neuron.memory_reserved(index),
+        "memory_allocated": neuron.memory_allocated(index),
+        "max_memory_allocated": neuron.max_memory_allocated(index),
+        "memory_reserved": neuron.memory_reserved(index),
         "executed_ops": dict(torch_neuronx.get_executed_ops()),
         "fallback_ops": dict(torch_neuronx.get_fallback_ops()),
     }
@@ -355,7 +381,8 @@ def neuron_stats(device: torch.device, top: int = 12) -> dict:
 
 # --------------------------------------------------------------------------------------------
 
-def run_demo(device: str = "neuron", steps: int | None = None, quick: bool = False, out_dir=None) -> dict:
+def run_demo(device: str = "neuron", steps: int | None = None, quick: bool = False,
+             out_dir: str | os.PathLike[str] | None = None) -> dict:
     """Run the whole demo on ``device`` and return what was measured.
 
     device:  any torch device string ("neuron", "neuron:0", "cpu").

@@ -26,6 +26,7 @@ def info_text() -> str:
     """
     topo = _state.require_topology()
     p = topo.platform
+    neuron = torch.neuron  # type: ignore[attr-defined]  # registered by the autoload; unknown to torch's stubs
     lines = [
         f"torch-neuronx {__import__('torch_neuronx').__version__} — software NeuronCore "
         f"(torch {torch.__version__})",
@@ -37,13 +38,13 @@ def info_text() -> str:
         f"{','.join(map(str, topo.visible_cores))}",
         f"HBM per core  {_gib(topo.hbm_bytes_per_core)}"
         + ("  (TORCH_NEURONX_HBM_PER_CORE)" if topo.hbm_from_env else f"  ({SOURCES[p.chip.sources[0]]})"),
-        f"current       neuron:{torch.neuron.current_device()}",
+        f"current       neuron:{neuron.current_device()}",
         "",
         f"{'device':<10}{'core':>6}{'chip':>6}{'in use':>14}{'peak':>14}{'capacity':>14}",
     ]
     for i in range(topo.device_count):
-        c = torch.neuron.memory_stats(i)
-        props = torch.neuron.get_device_properties(i)
+        c = neuron.memory_stats(i)
+        props = neuron.get_device_properties(i)
         lines.append(
             f"{'neuron:' + str(i):<10}{props.global_core_id:>6}{props.chip:>6}"
             f"{_gib(c['allocated_bytes.all.current']):>14}{_gib(c['allocated_bytes.all.peak']):>14}"

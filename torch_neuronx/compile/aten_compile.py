@@ -105,6 +105,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         except Exception as err:  # noqa: BLE001  (any code generation failure: the fallback policy)
             handle_compile_failure(f"{kind} graph of {function} (cache key {key[:16]})", aten_text,
                                    err, eager_allowed)
+            assert keep is not None  # handle_compile_failure returned: eager_allowed, so the copy exists
             return eager_callable(keep)
         finally:
             if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend

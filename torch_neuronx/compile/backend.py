@@ -31,7 +31,7 @@ import copy
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -105,14 +105,18 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     keep = copy.deepcopy(gm) if eager_allowed else None
     try:
         with functorch_config.patch(enable_autograd_cache=False):
-            compiled = compile_fx(gm, example_inputs, inner_compile=compile_aten_graph,
+            # (torch types inner_compile as returning an OutputCode; ours may return the eager
+            # fallback's boxed callable, which AOTAutograd runs the same way.)
+            compiled = compile_fx(gm, example_inputs, inner_compile=compile_aten_graph,  # type: ignore[arg-type]
                                   config_patches=INDUCTOR_PATCHES,
                                   decompositions=decomposition_table(is_training_graph(example_inputs)))
-        return on_graph_core(compiled, example_inputs)
+        # Not AOT mode: compile_fx returns a callable (its str / list / Weights results are AOT's).
+        return on_graph_core(cast(Callable[..., Any], compiled), example_inputs)
     except NeuronCompileError:
         raise
     except Exception as err:  # noqa: BLE001  (any compile failure: the fallback policy)
         handle_compile_failure(f"graph of {function}", dynamo_text, err, eager_allowed)
+        assert keep is not None  # handle_compile_failure returned: eager_allowed, so the copy exists
         return keep.forward
     finally:
         metrics.record_compile_time(time.perf_counter() - t0)

@@ -45,7 +45,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 from filelock import FileLock
 
@@ -100,7 +100,7 @@ def cache_dir() -> Path:
     if not os.access(base if base.exists() else base.parent, os.W_OK):
         try:
             user = getpass.getuser()
-        except Exception:
+        except (ImportError, KeyError, OSError):  # no pwd module / no passwd entry for the uid
             user = str(os.getuid())
         return Path(tempfile.gettempdir()) / f"torch_neuronx_neff_cache_{user}"
     return base / "torch_neuronx" / "neff-cache"
@@ -188,15 +188,19 @@ def _lock(path: Path) -> FileLock:
     return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
 
 
+#: The type of a cached value (what ``compile_fn`` and ``load_fn`` return).
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Lookup:
+class Lookup(Generic[T]):
     """Result of :meth:`CompileCache.get_or_compile`: the artifact bytes (None when the graph
     was compiled but is not cacheable, or the cache is disabled), where the graph came from,
     and the loaded or compiled value."""
 
     artifact: bytes | None
     source: LookupSource
-    value: object = None
+    value: T
 
 
 class CompileCache:
@@ -214,10 +218,10 @@ class CompileCache:
     def get_or_compile(
         self,
         key: str,
-        compile_fn: Callable[[], tuple[object, bytes | None]],
-        load_fn: Callable[[bytes], object],
+        compile_fn: Callable[[], tuple[T, bytes | None]],
+        load_fn: Callable[[bytes], T],
         header: EntryDescription | dict[str, Any],
-    ) -> Lookup:
+    ) -> Lookup[T]:
         """The compiled graph for ``key``: from memory, else disk, else ``compile_fn()``.
 
         Args:
@@ -242,7 +246,7 @@ class CompileCache:
                 value = load_fn(blob)
                 metrics.record_cache_hit("memory")
                 return Lookup(blob, "memory", value)
-            except Exception:
+            except Exception:  # noqa: BLE001  (load_fn may raise anything: the entry is corrupt, recompile)
                 with self._mutex:
                     self._memory.pop(key, None)
         path = entry_path(key)
@@ -251,7 +255,7 @@ class CompileCache:
             if artifact is not None:
                 try:
                     value = load_fn(artifact)
-                except Exception as err:  # a valid checksum but an unloadable artifact
+                except Exception as err:  # noqa: BLE001  (a valid checksum but an unloadable artifact)
                     self._report(path, key, f"unloadable artifact: {type(err).__name__}: {err}")
                 else:
                     with self._mutex:

@@ -75,7 +75,7 @@ def constants_meta(gm: torch.fx.GraphModule) -> dict[str, list[Any]]:
     of its bytes (``""`` for empty, meta and fake tensors)."""
     from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
-    out = {}
+    out: dict[str, list[Any]] = {}
     # AOTAutograd calls the inner compiler under its FakeTensorMode; a real constant (e.g. a
     # cache's index tensor captured by Dynamo) must be read outside that mode.
     with unset_fake_temporarily():
@@ -150,8 +150,8 @@ def code_hash() -> str:
     (the code a process runs does not change under it)."""
     sources = list(COMPILE_DIR.glob("*.py"))
     if not sources:  # an install without sources: the module files Python loaded
-        sources = [Path(m.__file__) for name, m in list(sys.modules.items())
-                   if name.startswith(__package__ + ".") and getattr(m, "__file__", None)]
+        sources = [Path(file) for name, m in list(sys.modules.items())
+                   if name.startswith(f"{__package__}.") and (file := getattr(m, "__file__", None))]
     return hash_code(sources, extension_path())
 
 

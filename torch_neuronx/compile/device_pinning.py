@@ -32,7 +32,7 @@ def on_graph_core(compiled: Callable[..., Any], example_inputs: Sequence[Any]) -
     index = graph_core(example_inputs)
     if index is None:
         return compiled
-    neuron = torch.neuron
+    neuron = torch.neuron  # type: ignore[attr-defined]  # registered by the autoload, unknown to torch's stubs
 
     def run(*args: Any) -> Any:
         previous = neuron.current_device()

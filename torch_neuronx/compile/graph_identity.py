@@ -60,7 +60,7 @@ def input_signature(gm: torch.fx.GraphModule,
     """``(input name, static shape)`` for each tensor input of ``gm``, in placeholder order."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sig = []
-    for node, x in zip(placeholders, example_inputs):
+    for node, x in zip(placeholders, example_inputs, strict=False):
         if isinstance(x, torch.Tensor):
             sig.append((input_name(node), tuple(int(s) for s in x.shape)))
     return sig

@@ -218,7 +218,7 @@ def _patch_scheduler() -> None:
             "refusing to stack a second patch"
         )
     _original_is_cpu = current
-    scheduler.BaseSchedulerNode.is_cpu = patched_is_cpu
+    scheduler.BaseSchedulerNode.is_cpu = patched_is_cpu  # type: ignore[method-assign]  # the pinned patch above
 
 
 def register() -> None:

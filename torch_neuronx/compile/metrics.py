@@ -249,7 +249,7 @@ def _diff(before: list[tuple[str, tuple[int, ...]]],
         if len(prev) != len(shape):
             out.append(ChangedDim(input=name, dim=None, before=list(prev), after=list(shape)))
             continue
-        for d, (a, b) in enumerate(zip(prev, shape)):
+        for d, (a, b) in enumerate(zip(prev, shape, strict=True)):
             if a != b:
                 out.append(ChangedDim(input=name, dim=d, before=a, after=b))
     return out

@@ -118,7 +118,7 @@ def pad_batch_to_bucket(
     if not sizes:
         return batch
     target = bucket_size(next(iter(sizes.values())), buckets)
-    fills = {"labels": -100}
+    fills: dict[str, int | float | bool] = {"labels": -100}
     fills.update(values or {})
     return {
         k: _pad_dim_to(v, dim, target, fills.get(k)) if isinstance(v, torch.Tensor) else v

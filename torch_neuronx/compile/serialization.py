@@ -52,7 +52,9 @@ def serialize(compiled: Any) -> bytes | None:
     disk.prepare_for_serialization()
     # compile_fx keeps the decomposition table it was given (our training table) in fx_kwargs;
     # lowering is done and the table's closures do not pickle, so the disk entry leaves it out.
-    disk.fx_kwargs = {k: v for k, v in getattr(disk, "fx_kwargs", {}).items() if k != "get_decomp_fn"}
+    # (torch types fx_kwargs as a TypedDict; this is the same dict minus one optional key.)
+    disk.fx_kwargs = {  # type: ignore[assignment]
+        k: v for k, v in getattr(disk, "fx_kwargs", {}).items() if k != "get_decomp_fn"}
     try:
         return pickle.dumps(disk)
     except Exception:  # noqa: BLE001  (any pickling failure means: not cacheable on disk)

@@ -24,7 +24,7 @@ def symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> 
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     bad = []
-    for node, x in zip(placeholders, example_inputs):
+    for node, x in zip(placeholders, example_inputs, strict=False):
         if isinstance(x, torch.SymInt | torch.SymFloat | torch.SymBool):
             bad.append(f"{input_name(node)} (a symbolic scalar)")
         elif isinstance(x, torch.Tensor):

@@ -170,7 +170,8 @@ def is_fp8_supported() -> bool:
 
 __all__ = [
     "Event", "NeuronDeviceProperties", "OutOfMemoryError", "get_arch_list", "ipc_collect",
-    "is_current_stream_capturing", "max_memory_cached", "memory_cached", "set_per_process_memory_fraction", "Stream", "current_device", "current_stream",
+    "is_current_stream_capturing", "max_memory_cached", "memory_cached", "set_per_process_memory_fraction", "Stream",
+    "current_device", "current_stream",
     "default_generator", "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_amp_supported_dtype", "get_device_capability", "get_device_name", "get_device_properties",
     "get_rng_state", "get_rng_state_all", "init", "initial_seed", "is_available",

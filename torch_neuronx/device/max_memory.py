@@ -11,7 +11,7 @@ import os
 from .. import _C
 
 
-def max_memory(fraction: float = 0.9, include_cpu: bool = True) -> dict:
+def max_memory(fraction: float = 0.9, include_cpu: bool = True) -> dict[int | str, int]:
     """Per-core memory budget for ``from_pretrained(..., device_map="auto", max_memory=...)``.
 
     Args:
@@ -27,11 +27,11 @@ def max_memory(fraction: float = 0.9, include_cpu: bool = True) -> dict:
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    import torch
+    from .memory import mem_get_info
 
-    budget = {}
+    budget: dict[int | str, int] = {}
     for i in range(_C._device_count()):
-        free, _total = torch.neuron.mem_get_info(i)
+        free, _total = mem_get_info(i)
         budget[i] = int(free * fraction)
     if include_cpu:
         pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -82,10 +82,11 @@ def empty_cache() -> None:
 
 def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """``(free, total)`` HBM bytes of ``device``: total is the core's capacity."""
-    return tuple(torch._C._accelerator_getMemoryInfo(device_index(device)))
+    free, total = torch._C._accelerator_getMemoryInfo(device_index(device))
+    return free, total
 
 
-def memory_stats(device: DeviceLike = None) -> "OrderedDict[str, Any]":
+def memory_stats(device: DeviceLike = None) -> OrderedDict[str, Any]:
     """CUDA-shaped allocator statistics of ``device`` (``"allocated_bytes.all.current"``, ...).
 
     Adds ``"hbm_capacity_bytes"`` and ``"num_ooms"``.

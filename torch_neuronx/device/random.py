@@ -5,7 +5,7 @@ DTensor's random ops rewrite per shard. Random streams differ from CPU's
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 

@@ -9,9 +9,12 @@ CPU") and a DataLoader with workers waits forever.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
 import torch
 from torch.multiprocessing import reductions
-from multiprocessing.reduction import ForkingPickler
 
 _torch_reduce_tensor = reductions.reduce_tensor
 
@@ -23,8 +26,11 @@ def _rebuild_neuron_tensor(host: torch.Tensor, index: int, requires_grad: bool, 
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def reduce_tensor(tensor: torch.Tensor):
+def reduce_tensor(tensor: torch.Tensor) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """Pickling rule for tensors: ``neuron`` ones travel as a shared-memory CPU copy.
+
+    Returns:
+        ``(rebuild function, its arguments)``, the pickle protocol's ``__reduce__`` pair.
 
     Raises:
         RuntimeError: for a non-leaf ``neuron`` tensor that requires grad (as PyTorch

@@ -8,6 +8,7 @@ measure host time between records (``elapsed_time`` in milliseconds).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import torch
 
@@ -26,7 +27,7 @@ class Stream(torch.Stream):
         index = device_index(device)
         return super().__new__(cls, device=torch.device("neuron", index), priority=priority, **kwargs)
 
-    def wait_stream(self, stream) -> None:
+    def wait_stream(self, stream: torch.Stream) -> None:
         """Orders this stream after ``stream`` (a no-op: execution is synchronous)."""
         super().wait_stream(stream)
 
@@ -76,10 +77,10 @@ def set_stream(stream: torch.Stream) -> None:
 
 
 @contextlib.contextmanager
-def stream(s: torch.Stream | None):
+def stream(s: torch.Stream | None) -> Iterator[torch.Stream | None]:
     """Context manager that makes ``s`` current; ``None`` is a no-op."""
     if s is None:
-        yield
+        yield None
         return
     previous = current_stream(s.device)
     set_stream(s)

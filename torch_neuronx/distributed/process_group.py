@@ -27,8 +27,9 @@ Failures: a collective whose peer died or timed out raises
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Callable, Sequence, Union
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -41,7 +42,7 @@ from .work import NeuronWork
 BACKEND_NAME = "neuron"
 
 #: A collective's tensor argument: one tensor, a list, or a list of lists (per-rank lists).
-_Tensors = Union[torch.Tensor, Sequence["_Tensors"]]
+_Tensors = torch.Tensor | Sequence["_Tensors"]
 
 
 class _Staging:
@@ -118,8 +119,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
         timeout: timedelta,
         global_ranks: Sequence[int] | None = None,
     ) -> None:
-        super().__init__(rank, size)
-        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        # The (rank, size) constructor of the C++ class; torch's stubs list only (store, rank, size).
+        super().__init__(rank, size)  # type: ignore[call-arg]
+        # torch's stubs omit the collectives ProcessGroupGloo binds (allreduce, ...): typed Any.
+        self._gloo: Any = dist.ProcessGroupGloo(store, rank, size, timeout)
         self._gloo._set_sequence_number_for_group()
         self._timeout = timeout
         self._global_ranks = list(global_ranks) if global_ranks else list(range(size))
@@ -241,8 +244,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._work(op, [work], result, finish=st.finish if st.copy_back else None,
                           keepalive=st if st.copy_back or st.keep else None)
 
+    # The collectives below override the C++ virtuals (tensors..., opts); torch's stubs describe the
+    # Python bindings' overloads instead, hence the ignored [override] checks.
+
     # --------------------------------------------------------------- reductions
-    def allreduce(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
+    def allreduce(  # type: ignore[override]
+        self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions | None = None
+    ) -> NeuronWork:
         """All-reduce each tensor in place (any shape, any dtype gloo reduces).
 
         Raises:
@@ -251,90 +259,125 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.AllreduceOptions)
 
-    def allreduce_coalesced(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
+    def allreduce_coalesced(
+        self, tensors: list[torch.Tensor], opts: dist.AllreduceCoalescedOptions | None = None
+    ) -> NeuronWork:
         """All-reduce a list of same-dtype tensors in one transfer."""
         return self._collective("all_reduce_coalesced", self._gloo.allreduce_coalesced, outputs=tensors,
                                 read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions)
 
-    def reduce(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
+    def reduce(  # type: ignore[override]
+        self, tensors: list[torch.Tensor], opts: dist.ReduceOptions | None = None
+    ) -> NeuronWork:
         """Reduce into ``tensors[0]`` of rank ``opts.rootRank`` (others' tensors are scratch)."""
         return self._collective("reduce", self._gloo.reduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.ReduceOptions)
 
-    def reduce_scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]], opts=None):
+    def reduce_scatter(  # type: ignore[override]
+        self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
+        opts: dist.ReduceScatterOptions | None = None,
+    ) -> NeuronWork:
         """Reduce ``input_lists[0][i]`` over ranks into rank i's ``outputs[0]``."""
         return self._collective("reduce_scatter", self._gloo.reduce_scatter, outputs=outputs, inputs=input_lists,
                                 opts=opts, opts_type=dist.ReduceScatterOptions)
 
-    def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts=None) -> NeuronWork:
+    def reduce_scatter_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: dist.ReduceScatterOptions | None = None
+    ) -> NeuronWork:
         """``reduce_scatter_tensor``: input ``(size·n, ...)`` → output ``(n, ...)``, chunk = rank."""
         return self._collective("reduce_scatter_tensor", self._gloo._reduce_scatter_base, outputs=output,
                                 inputs=input, opts=opts, opts_type=dist.ReduceScatterOptions)
 
-    _reduce_scatter_base = reduce_scatter_single
+    _reduce_scatter_base = reduce_scatter_single  # type: ignore[assignment]
 
-    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None) -> NeuronWork:
+    def reduce_scatter_single_coalesced(
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
+        opts: dist.ReduceScatterOptions | None = None,
+    ) -> NeuronWork:
         """Several ``reduce_scatter_tensor`` in one handle."""
         return self._many(
             "reduce_scatter_tensor_coalesced",
             [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
         )
 
-    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # type: ignore[assignment]
 
     # ----------------------------------------------------------------- gathers
-    def allgather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts=None):
+    def allgather(  # type: ignore[override]
+        self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+        opts: AllgatherOptions | None = None,
+    ) -> NeuronWork:
         """``all_gather`` (lists): ``output_lists[0][r]`` ← rank r's ``inputs[0]``."""
         return self._collective("all_gather", self._gloo.allgather, outputs=output_lists, inputs=inputs,
                                 opts=opts, opts_type=AllgatherOptions)
 
-    def allgather_coalesced(self, output_lists, inputs, opts=None) -> NeuronWork:
+    def allgather_coalesced(
+        self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+        opts: AllgatherOptions | None = None,
+    ) -> NeuronWork:
         """``all_gather_coalesced``: one ``all_gather`` per input tensor, one handle."""
         return self._collective("all_gather_coalesced", self._gloo.allgather_coalesced, outputs=output_lists,
                                 inputs=inputs, opts=opts, opts_type=AllgatherOptions)
 
-    def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts=None) -> NeuronWork:
+    def all_gather_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: AllgatherOptions | None = None
+    ) -> NeuronWork:
         """``all_gather_into_tensor``: input ``(n, ...)`` → output ``(size·n, ...)`` in rank order."""
         return self._collective("all_gather_into_tensor", self._gloo._allgather_base, outputs=output,
                                 inputs=input, opts=opts, opts_type=AllgatherOptions)
 
     _allgather_base = all_gather_single
 
-    def all_gather_single_coalesced(self, outputs, inputs, opts=None) -> NeuronWork:
+    def all_gather_single_coalesced(
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: AllgatherOptions | None = None
+    ) -> NeuronWork:
         """Several ``all_gather_into_tensor`` in one handle."""
         return self._many(
             "all_gather_into_tensor_coalesced",
             [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
         )
 
-    allgather_into_tensor_coalesced = all_gather_single_coalesced
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # type: ignore[assignment]
 
-    def gather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts=None):
+    def gather(  # type: ignore[override]
+        self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+        opts: dist.GatherOptions | None = None,
+    ) -> NeuronWork:
         """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere)."""
         return self._collective("gather", self._gloo.gather, outputs=output_lists, inputs=inputs,
                                 opts=opts, opts_type=dist.GatherOptions)
 
-    def scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]], opts=None):
+    def scatter(  # type: ignore[override]
+        self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
+        opts: dist.ScatterOptions | None = None,
+    ) -> NeuronWork:
         """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``."""
         return self._collective("scatter", self._gloo.scatter, outputs=outputs, inputs=input_lists,
                                 opts=opts, opts_type=dist.ScatterOptions)
 
-    def broadcast(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
+    def broadcast(  # type: ignore[override]
+        self, tensors: list[torch.Tensor], opts: dist.BroadcastOptions | None = None
+    ) -> NeuronWork:
         """``broadcast``: every rank's ``tensors[0]`` ← root's (``opts.rootRank``)."""
         return self._collective("broadcast", self._gloo.broadcast, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.BroadcastOptions)
 
     # -------------------------------------------------------------- all-to-all
-    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+    def all_to_all_single(  # type: ignore[override]
+        self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: Sequence[int],
+        input_split_sizes: Sequence[int], opts: dist.AllToAllOptions | None = None,
+    ) -> NeuronWork:
         """``all_to_all_single``: dim-0 slices of ``input`` (sizes ``input_split_sizes``, or
         equal) go to each rank; ``output`` receives rank r's slice at the r-th offset."""
         return self._collective("all_to_all_single", self._gloo.alltoall_base, outputs=output, inputs=input,
                                 extra=(list(output_split_sizes), list(input_split_sizes)),
                                 opts=opts, opts_type=dist.AllToAllOptions)
 
-    alltoall_base = all_to_all_single
+    alltoall_base = all_to_all_single  # type: ignore[assignment]
 
-    def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts=None) -> NeuronWork:
+    def alltoall(  # type: ignore[override]
+        self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: dist.AllToAllOptions | None = None
+    ) -> NeuronWork:
         """``all_to_all`` (lists): ``outputs[r]`` ← rank r's ``inputs[my rank]``."""
         return self._collective("all_to_all", self._gloo.alltoall, outputs=outputs, inputs=inputs,
                                 opts=opts, opts_type=dist.AllToAllOptions)
@@ -354,7 +397,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._collective("recv from any rank", self._gloo.recv_anysource, outputs=tensors, extra=(tag,))
 
     # ---------------------------------------------------------- synchronisation
-    def barrier(self, opts=None) -> NeuronWork:
+    def barrier(self, opts: dist.BarrierOptions | None = None) -> NeuronWork:  # type: ignore[override]
         """Barrier of the group; ``device_ids`` are accepted and ignored (gloo needs none)."""
         gloo_opts = dist.BarrierOptions()
         if opts is not None:

@@ -6,13 +6,18 @@ torch) and creates nothing until ``init_process_group("neuron")``.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch.distributed as dist
 
 from . import rendezvous
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
+if TYPE_CHECKING:
+    from torch._C._distributed_c10d import _DistributedBackendOptions
 
-def create_process_group(opts, backend_options=None) -> NeuronProcessGroup:
+
+def create_process_group(opts: _DistributedBackendOptions, backend_options: object = None) -> NeuronProcessGroup:
     """c10d creator (extended API) of a ``"neuron"`` group.
 
     Called by ``init_process_group(backend="neuron")`` (the default group),

@@ -21,15 +21,19 @@ Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch.distributed as dist
+
 
 
 class RendezvousError(RuntimeError):
     """The launcher started a process layout the NeuronCores cannot host."""
 
 
-def _int_env(env, name: str) -> int | None:
+def _int_env(env: Mapping[str, str], name: str) -> int | None:
     raw = env.get(name)
     if raw is None or not raw.strip():
         return None
@@ -39,7 +43,7 @@ def _int_env(env, name: str) -> int | None:
         raise RendezvousError(f"{name}={raw!r} is not an integer (set by the launcher, e.g. torchrun)") from None
 
 
-def local_device(env=None) -> int:
+def local_device(env: Mapping[str, str] | None = None) -> int:
     """Index of the ``neuron`` device this process drives: ``LOCAL_RANK`` (0 if unset).
 
     Raises:
@@ -56,7 +60,7 @@ def local_device(env=None) -> int:
     return 0 if count == 1 else local_rank
 
 
-def check_local_processes(env=None) -> None:
+def check_local_processes(env: Mapping[str, str] | None = None) -> None:
     """Raises if this node runs more processes than it has visible logical NeuronCores.
 
     Every local rank raises (not only those past the last core), so no rank
@@ -89,7 +93,7 @@ def check_local_processes(env=None) -> None:
         )
 
 
-def apply_launcher_environment(env=None) -> dict[str, str]:
+def apply_launcher_environment(env: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """Fills ``NEURON_RT_VISIBLE_CORES`` and ``NEURON_RT_ROOT_COMM_ID`` from the launcher's
     variables when they are absent.
 
@@ -122,7 +126,7 @@ def apply_launcher_environment(env=None) -> dict[str, str]:
     return set_vars
 
 
-def claim_core(store, rank: int, world_size: int, env=None) -> None:
+def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, str] | None = None) -> None:
     """Checks that no two ranks on one node drive the same logical NeuronCore.
 
     Each rank writes ``<host>/<node rank>/<global core id>`` into the default

@@ -9,12 +9,14 @@ count fails before any weight is sharded.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 class TensorParallelDegreeError(ValueError):
     """``tp_size`` does not divide the model's attention or key/value heads."""
 
 
-def check_tp_degree(config, tp_size: int) -> None:
+def check_tp_degree(config: Any, tp_size: int) -> None:
     """Checks that ``tp_size`` divides the heads of ``config``.
 
     Args:

@@ -9,8 +9,8 @@ diagnosis so that they name a rank that stopped.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -132,7 +132,7 @@ class NeuronWork(dist.Work):
         """True when every transfer completed without error."""
         return self._error is None and all(work.is_success() for work in self._works)
 
-    def exception(self):
+    def exception(self) -> BaseException | None:
         """The rewritten error of a failed collective, or None."""
         return self._error
 

@@ -9,8 +9,8 @@ a backward registered with ``register_autograd``:
 | :func:`rms_norm` (x, weight, eps) | ``rms_norm`` -> (y, rstd) | NKI | NKI (``rms_norm_backward``) |
 | :func:`layer_norm` (x, weight, bias, eps) | ``layer_norm`` -> (y, mean, rstd) | NKI, bn_stats/bn_aggr | PyTorch ops |
 | :func:`softmax` (x) | ``softmax`` | NKI | PyTorch ops |
-| :func:`swiglu_mlp` (x, w_gate, w_up, w_down) | ``swiglu_mlp`` | NKI, fused (hidden never in HBM) | PyTorch ops (recompute) |
-| :func:`attention` (q, k, v, scale) | ``attention`` | NKI, one 128-row Q strip at a time | PyTorch ops (recompute) |
+| :func:`swiglu_mlp` (x, w_gate, w_up, w_down) | ``swiglu_mlp`` | NKI fused, hidden not in HBM | PyTorch (recompute) |
+| :func:`attention` (q, k, v, scale) | ``attention`` | NKI, one 128-row Q strip at a time | PyTorch (recompute) |
 
 Shapes, dtypes and limits are in each module's docstring. Use them directly, inside modules, or
 through Hugging Face ``kernels`` (``examples/kernels/neuron-rmsnorm``).

@@ -20,6 +20,7 @@ import torch
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
+from torch_neuronx.nki.tile import NkiTensor
 from torch_neuronx.nki.torch_op import nki_op
 
 from ._common import LIB, chunk
@@ -28,7 +29,7 @@ __all__ = ["attention", "attention_kernel"]
 
 
 @nki.jit
-def attention_kernel(q, k, v, scale):
+def attention_kernel(q: NkiTensor, k: NkiTensor, v: NkiTensor, scale: float) -> NkiTensor:
     """q, k, v [BH, S, d] -> [BH, S, d] q.dtype; launched with grid [BH]."""
     BH, S, d = q.shape
     assert S % 128 == 0 and d <= 128, f"attention: S={S} must be a multiple of 128, d={d} <= 128"

@@ -20,6 +20,7 @@ import torch
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
+from torch_neuronx.nki.tile import NkiTensor
 from torch_neuronx.nki.torch_op import nki_op
 
 from ._common import LIB, chunk, rows
@@ -28,7 +29,8 @@ __all__ = ["layer_norm", "layernorm_fwd_kernel"]
 
 
 @nki.jit
-def layernorm_fwd_kernel(x, gamma, beta, eps):
+def layernorm_fwd_kernel(x: NkiTensor, gamma: NkiTensor, beta: NkiTensor,
+                         eps: float) -> tuple[NkiTensor, NkiTensor, NkiTensor]:
     """x [N, H], gamma/beta [H] -> (y [N, H] x.dtype, mean [N, 1] fp32, rstd [N, 1] fp32)."""
     N, H = x.shape
     FC = chunk(H, nl.tile_size.bn_stats_fmax)

@@ -17,6 +17,7 @@ import torch
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
+from torch_neuronx.nki.tile import NkiTensor
 from torch_neuronx.nki.torch_op import nki_op
 
 from ._common import LIB, chunk, rows
@@ -25,7 +26,7 @@ __all__ = ["rms_norm", "rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel"]
 
 
 @nki.jit
-def rmsnorm_fwd_kernel(x, w, eps):
+def rmsnorm_fwd_kernel(x: NkiTensor, w: NkiTensor, eps: float) -> tuple[NkiTensor, NkiTensor]:
     """x [N, H], w [H], eps -> (y [N, H], rstd [N, 1] fp32). One 128-row tile per iteration."""
     N, H = x.shape
     out_dtype = nl.float32 if nl.float32 in (x.dtype, w.dtype) else x.dtype
@@ -48,7 +49,8 @@ def rmsnorm_fwd_kernel(x, w, eps):
 
 
 @nki.jit
-def rmsnorm_bwd_kernel(dy, x, w, rstd):
+def rmsnorm_bwd_kernel(dy: NkiTensor, x: NkiTensor, w: NkiTensor,
+                       rstd: NkiTensor) -> tuple[NkiTensor, NkiTensor]:
     """dy, x [N, H], w [H], rstd [N, 1] -> (dx [N, H] x.dtype, dw [1, H] fp32)."""
     N, H = x.shape
     FC = chunk(H, 512)

@@ -15,6 +15,7 @@ import torch
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
+from torch_neuronx.nki.tile import NkiTensor
 from torch_neuronx.nki.torch_op import nki_op
 
 from ._common import LIB, rows
@@ -23,7 +24,7 @@ __all__ = ["softmax", "softmax_kernel"]
 
 
 @nki.jit
-def softmax_kernel(x):
+def softmax_kernel(x: NkiTensor) -> NkiTensor:
     """x [R, C] -> softmax along C, [R, C] x.dtype."""
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)

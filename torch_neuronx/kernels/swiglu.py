@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch_neuronx import nki
 import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
+from torch_neuronx.nki.tile import NkiTensor
 from torch_neuronx.nki.torch_op import nki_op
 
 from ._common import LIB, chunk, pad_rows, rows
@@ -29,10 +30,10 @@ __all__ = ["swiglu_mlp", "swiglu_kernel"]
 
 
 @nki.jit
-def swiglu_kernel(x, wg, wu, wd):
+def swiglu_kernel(x: NkiTensor, wg: NkiTensor, wu: NkiTensor, wd: NkiTensor) -> NkiTensor:
     """x [N, H] (N a multiple of 128), wg/wu [H, I], wd [I, H] -> [N, H] x.dtype."""
     N, H = x.shape
-    I = wg.shape[1]
+    I = wg.shape[1]  # noqa: E741  (the intermediate size, named as in the shapes above)
     KT, IT = min(128, H), min(128, I)
     assert N % 128 == 0 and H % KT == 0 and I % IT == 0, f"swiglu: N={N}, H={H}, I={I}"
     IC, HC = chunk(I, 512), chunk(H, 512)
@@ -85,7 +86,6 @@ def _setup(ctx, inputs, output):
 def _backward(ctx, dy):
     """Recompute in PyTorch: g = x wg, u = x wu, s = silu(g), h = s u; out = h wd."""
     x, wg, wu, wd = ctx.saved_tensors
-    H = x.shape[-1]
     xf, dyf = rows(x).float(), rows(dy).float()
     g, u = xf @ wg.float(), xf @ wu.float()
     sig = torch.sigmoid(g)
@@ -109,6 +109,6 @@ def swiglu_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down
     return _swiglu_mlp(x, w_gate, w_up, w_down)
 
 
-def reference(x, w_gate, w_up, w_down):
+def reference(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
     """The unfused PyTorch op sequence this kernel replaces."""
     return (F.silu(x @ w_gate) * (x @ w_up)) @ w_down

@@ -35,8 +35,8 @@ from __future__ import annotations
 import copy
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import Final, Literal, TypedDict, get_args
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypedDict, get_args
 
 #: A check's result: passes on ``neuron``, fails there, fails on the CPU itself, or not run.
 Status = Literal["pass", "fail", "cpu-fail", "skip"]
@@ -119,7 +119,8 @@ class Report:
     def to_dict(self) -> ReportDict:
         """The report as JSON-serialisable data (:meth:`from_dict` reads it back)."""
         return ReportDict(model_type=self.model_type, model_class=self.model_class, params=self.params,
-                          outcomes={k: OutcomeDict(**asdict(v)) for k, v in self.outcomes.items()},
+                          outcomes={k: OutcomeDict(status=v.status, reason=v.reason, max_diff=v.max_diff)
+                                    for k, v in self.outcomes.items()},
                           seconds=self.seconds)
 
     @classmethod
@@ -213,7 +214,7 @@ def _compare_train(ref, got, atol: float) -> Outcome:
     return Outcome(PASS, "", worst)
 
 
-def validate_options(**options: object) -> None:
+def validate_options(**options: Any) -> None:
     """Raises ValueError for keyword arguments :func:`check_architecture` does not take or would
     reject (sizes < 1, a negative ``atol``, unknown checks) — the caller's mistakes, which must not
     be reported as a model's failure."""
@@ -280,7 +281,8 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
     def on_device():
         model = copy.deepcopy(cpu_model)
         model.load_state_dict(pristine)
-        return model.to(device)
+        # (transformers types PreTrainedModel.to through functools.wraps, which loses the method's self.)
+        return model.to(device)  # type: ignore[arg-type]
 
     def run(name: str, reference, candidate, compare):
         if name not in checks:
@@ -307,6 +309,8 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         cpu_model.load_state_dict(pristine)
         return _generate(cpu_model, input_ids, compiled_tokens, cache_implementation="static", disable_compile=True)
 
+    recompile_note = ""
+
     def compiled_candidate():
         from ..compile import get_dynamo_metrics
 
@@ -327,7 +331,6 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
                               f"{' '.join(recompiles[0]['guard'].split())[:160]}")
         return got
 
-    recompile_note = ""
     run("compiled", compiled_reference, compiled_candidate, _compare_generation)
     if recompile_note and report.outcomes["compiled"].status == PASS:
         report.outcomes["compiled"].reason = recompile_note  # a pass that recompiled: worth knowing

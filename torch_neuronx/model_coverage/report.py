@@ -183,6 +183,6 @@ def to_text(reports: list[Report], width: int = 160) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
     lines = []
     for r in table:
-        head = "  ".join(x.ljust(w) for x, w in zip(r[:-1], widths))
+        head = "  ".join(x.ljust(w) for x, w in zip(r[:-1], widths, strict=True))
         lines.append((head + "  " + r[-1])[:width].rstrip())
     return "\n".join(lines)

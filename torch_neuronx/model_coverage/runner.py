@@ -34,13 +34,14 @@ def causal_lm_architectures() -> list[str]:
 class _Worker:
     def __init__(self, device: str, options: dict[str, object], env: dict[str, str]):
         self.device, self.options, self.env = device, options, env
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[str] | None = None
 
-    def start(self) -> None:
+    def start(self) -> subprocess.Popen[str]:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "torch_neuronx.model_coverage.worker", self.device, json.dumps(self.options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env=self.env, bufsize=1)
+        return self.proc
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -49,26 +50,28 @@ class _Worker:
         self.proc = None
 
     def run(self, model_type: str, timeout: float) -> Report:
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            proc = self.start()
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes (start)
         start = time.perf_counter()
         try:
-            self.proc.stdin.write(model_type + "\n")
-            self.proc.stdin.flush()
+            proc.stdin.write(model_type + "\n")
+            proc.stdin.flush()
         except BrokenPipeError:
             self.stop()
             return _failed(model_type, "the worker process exited before starting", 0.0)
         sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stdout, selectors.EVENT_READ)
         try:
             while True:
                 left = timeout - (time.perf_counter() - start)
                 if left <= 0 or not sel.select(left):
                     self.stop()
                     return _failed(model_type, f"timed out after {timeout:.0f} s", time.perf_counter() - start)
-                line = self.proc.stdout.readline()
+                line = proc.stdout.readline()
                 if not line:  # EOF: the worker died
-                    code = self.proc.wait()
+                    code = proc.wait()
                     self.proc = None
                     return _failed(model_type, f"the worker process died (exit status {code})",
                                    time.perf_counter() - start)
@@ -117,7 +120,7 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
         raise ValueError(f"architectures listed twice: {sorted({n for n in names if names.count(n) > 1})}")
     # A bad option raises here, in the caller's process, not as a model failure in a worker.
     validate_options(**(options or {}))
-    cores = max(1, torch.neuron.device_count())
+    cores = max(1, torch.neuron.device_count())  # type: ignore[attr-defined]  # registered by the autoload
     env = {k: v for k, v in os.environ.items()}
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PYTHONWARNINGS="ignore", TOKENIZERS_PARALLELISM="false")

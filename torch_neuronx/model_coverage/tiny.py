@@ -14,7 +14,10 @@ weights are drawn from ``torch.manual_seed(seed)`` by the model's own initialisa
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedModel
 
 #: Sizes set when the default config has the attribute (directly or through its
 #: ``attribute_map``). Chosen so that every architecture keeps valid ratios (heads divide the
@@ -190,7 +193,7 @@ def _overrides(config) -> dict[str, Any]:
     return out
 
 
-def tiny_model(model_type: str, seed: int = 0):
+def tiny_model(model_type: str, seed: int = 0) -> PreTrainedModel:
     """A tiny random-weight causal LM of ``model_type`` (a key of transformers'
     ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``), in float32 on the CPU, in eval mode.
 
@@ -217,7 +220,7 @@ def tiny_model(model_type: str, seed: int = 0):
     return model
 
 
-def tiny_config(config_class, **extra):
+def tiny_config(config_class: type[PreTrainedConfig], **extra: Any) -> PreTrainedConfig:
     """A shrunk instance of ``config_class`` (a transformers ``PreTrainedConfig`` subclass).
 
     Args:
@@ -234,7 +237,7 @@ def tiny_config(config_class, **extra):
     """
     default = config_class()
     kwargs = _overrides(default)
-    for name, sub_class in (getattr(default, "sub_configs", None) or {}).items():
+    for name in getattr(default, "sub_configs", None) or {}:
         sub = getattr(default, name, None)
         if sub is None or not hasattr(sub, "to_dict"):
             continue

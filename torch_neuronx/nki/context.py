@@ -7,7 +7,8 @@ from a running kernel) are inlined on the same simulator, so the stack is usuall
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .errors import err_nki_api_outside_of_nki_kernel
 

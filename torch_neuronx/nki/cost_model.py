@@ -111,7 +111,7 @@ class Timeline:
         self.engine_free = {e: 0.0 for e in ENGINES}
         self.busy_ns = defaultdict(float)
         self.count = defaultdict(int)
-        self.by_name = defaultdict(lambda: [0, 0.0])   # instruction name -> [count, busy ns]
+        self.by_name: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # name -> [count, busy ns]
         self.makespan_ns = 0.0
         self.flops = 0.0
         self.ideal_pe_ns = 0.0      # sum of flops / peak(dtype), for the utilisation figure

@@ -101,7 +101,7 @@ def as_dtype(d, where: str = "dtype"):
     try:
         dt = np.dtype(d)
     except TypeError:
-        raise err_unsupported_dtype(f"{where}: {d!r} is not a data type")
+        raise err_unsupported_dtype(f"{where}: {d!r} is not a data type") from None
     if dt in _SUPPORTED:
         return dt
     if dt in _EXTRA_FLOATS:
@@ -178,7 +178,7 @@ def poison_value(d):
 
 def promote(*dts):
     """Result dtype of an ``nl`` op without ``dtype=``: the highest-precision operand type."""
-    dts = [as_dtype(d) for d in dts if d is not None]
+    dts = tuple(as_dtype(d) for d in dts if d is not None)
     if not dts:
         return float32
     floats = [d for d in dts if is_float(d)]

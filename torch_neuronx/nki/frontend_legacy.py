@@ -8,6 +8,8 @@ Every mode runs the CPU simulator of one NeuronCore (:mod:`.simulator`): there i
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from .context import active
 from .simulator import run_kernel
@@ -39,6 +41,9 @@ class Kernel:
     is inlined (``trace`` semantics). After a call, ``last_run`` holds the simulator (for the cost
     model: ``last_run.timeline``).
     """
+
+    fn: Callable[..., Any]
+    __name__: str  # with __qualname__, __doc__... copied from ``fn`` by functools.update_wrapper
 
     def __init__(self, fn, mode="auto", platform=None, grid=(), **options):
         if isinstance(fn, Kernel):

@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .errors import (err_1d_arange_not_supported, err_cannot_assign_to_index,
@@ -80,8 +82,14 @@ class IndexExpr:
     __le__ = lambda s, o: s._cmp(o, np.less_equal)
     __gt__ = lambda s, o: s._cmp(o, np.greater)
     __ge__ = lambda s, o: s._cmp(o, np.greater_equal)
-    __eq__ = lambda s, o: s._cmp(o, np.equal)
-    __ne__ = lambda s, o: s._cmp(o, np.not_equal)
+
+    # defs, not lambdas: a lambda here would be typed by object.__eq__, its ``s`` an object
+    def __eq__(self, o):
+        return self._cmp(o, np.equal)
+
+    def __ne__(self, o):
+        return self._cmp(o, np.not_equal)
+
     __hash__ = object.__hash__
 
 
@@ -196,9 +204,9 @@ def normalize_key(key, shape):
         raise IndexError(f"too many indices ({len(key)}) for tensor of shape {list(shape)}")
     explicit = len(key)
     key = key + (slice(None),) * (len(shape) - len(key))
-    comps = []
+    comps: list[Any] = []  # per dimension: an int, a slice or an int64 index array
     has_slice = has_array = False
-    for d, (k, n) in enumerate(zip(key, shape)):
+    for d, (k, n) in enumerate(zip(key, shape, strict=False)):
         if isinstance(k, IndexExpr):
             if k.ndim == 1 and len(shape) > 1:
                 raise err_1d_arange_not_supported(
@@ -263,7 +271,7 @@ def as_mask_array(mask, shape):
         return np.ascontiguousarray(tile_broadcast(vals, shape))
     except ValueError:
         raise ValueError(f"mask of shape {list(vals.shape)} does not broadcast to the instruction "
-                         f"shape {list(shape)}")
+                         f"shape {list(shape)}") from None
 
 
 def full_index_arrays(comps, vshape, advanced) -> list:
@@ -291,7 +299,7 @@ def full_index_arrays(comps, vshape, advanced) -> list:
 
 def _oob(comps, base_shape, vshape, advanced):
     """Description of the first out-of-bound component, or None."""
-    for d, (c, n) in enumerate(zip(comps, base_shape)):
+    for d, (c, n) in enumerate(zip(comps, base_shape, strict=False)):
         if isinstance(c, slice):
             ln = slice_len(c)
             if ln == 0:
@@ -337,7 +345,7 @@ def resolve(comps, base_shape, vshape, advanced, mask_arr=None, name="tensor"):
     full = full_index_arrays(comps, vshape, advanced)
     m = mask_arr
     pos = tuple(f[m] for f in full)
-    for d, (p, n) in enumerate(zip(pos, base_shape)):
+    for d, (p, n) in enumerate(zip(pos, base_shape, strict=False)):
         if p.size and (p.min() < 0 or p.max() >= n):
             raise err_tensor_access_out_of_bound(
                 f"tensor '{name}' {list(base_shape)}: dimension {d} index range "

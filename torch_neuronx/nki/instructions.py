@@ -259,7 +259,7 @@ def dma_copy(dst, src, mask=None, *, api="dma_copy"):
                 tile_broadcast(np.empty(src.shape, dtype=bool), dv.shape)
             except ValueError:
                 raise ValueError(f"'{api}': shape {list(src.shape)} of src does not match dst "
-                                 f"{list(dv.shape)}")
+                                 f"{list(dv.shape)}") from None
         ins.write(dv, vals, mask)
     sim.timeline.dma_bytes += nbytes
     return dst
@@ -477,7 +477,7 @@ def tensor_tensor(dst, data1, data2, op, *, engine=None, mask=None, accumulate_i
             shape = np.broadcast_shapes(a.shape + (1,) * (len(dv.shape) - a.ndim),
                                         b.shape + (1,) * (len(dv.shape) - b.ndim))
         except ValueError:
-            raise ValueError(f"'{api}': shapes {list(a.shape)} and {list(b.shape)} do not broadcast")
+            raise ValueError(f"'{api}': shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
         res = f(tile_broadcast(a, shape), tile_broadcast(b, shape))
         ins.write(dv, res, mask, exempt=accumulate_into and dv.buffer.kind == "psum")
     return dst
@@ -554,7 +554,7 @@ def tensor_reduce(dst, op, data, axis, *, negate=False, keepdims=False, mask=Non
         if mask is not None:
             mk = as_mask_array(mask, x.shape) if np.ndim(getattr(mask, "values", mask)) else None
             if mk is not None and mk.shape == x.shape:
-                neutral = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}.get(rop, 0.0)
+                neutral = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}.get(rop or "", 0.0)
                 x = np.where(mk, x, neutral)
         r = reduce_fn(rop)(x, axes, True)
         if negate:

@@ -9,6 +9,9 @@ Importing this module also installs the meaning of Python operators on tiles (``
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import dtypes, instructions
@@ -186,7 +189,7 @@ def _unary(name):
         instructions.activation(dst, name, x, mask=mask, engine=eng)
         return dst
     fn.__name__ = name
-    fn._nki_op_name = name
+    fn._nki_op_name = name  # type: ignore[attr-defined]  # a function attribute (read by ops.op_name)
     fn.__doc__ = (f"Element-wise ``{name}`` of a tile -> new SBUF tile (float32 math, rounded to "
                   f"``dtype``, default the input's). Engine: "
                   f"{'Scalar' if name in _SCALAR_ENGINE else 'Vector'}; cost max(MIN_II, N) cycles.")
@@ -207,10 +210,15 @@ def _binary(name):
         instructions.tensor_scalar(dst, tile, name, scalar, reverse0=rev, mask=mask)
         return dst
     fn.__name__ = name
-    fn._nki_op_name = name
+    fn._nki_op_name = name  # type: ignore[attr-defined]  # a function attribute (read by ops.op_name)
     fn.__doc__ = (f"Element-wise ``{name}`` of two tiles (Vector tensor_tensor) or a tile and a scalar "
                   "(tensor_scalar) -> new SBUF tile; partitions must match, free dims broadcast.")
     return fn
+
+
+if TYPE_CHECKING:
+    # The element-wise functions generated into globals() below (exp, add, ...): for type checkers.
+    def __getattr__(name: str) -> Callable[..., Any]: ...
 
 
 for _n in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "tanh", "sigmoid", "relu", "gelu",

@@ -70,7 +70,7 @@ class Allocator:
         self.peak = dict(self.live)
         self.platform = platform
 
-    def alloc(self, kind: str, nbytes: int, what: str) -> "Allocation":
+    def alloc(self, kind: str, nbytes: int, what: str) -> Allocation:
         """Reserve ``nbytes`` (per partition for SBUF/PSUM) or raise ``err_buffer_capacity_exceeded``."""
         new = self.live[kind] + nbytes
         if new > self.capacity[kind]:

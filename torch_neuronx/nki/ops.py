@@ -6,6 +6,9 @@ the tables map names to NumPy implementations (a registry as data, not branches)
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 __all__ = ["UNARY", "BINARY", "REDUCE", "op_name", "unary", "binary", "reduce_fn"]
@@ -39,7 +42,7 @@ def _softplus(x):
     return np.logaddexp(0.0, x).astype(np.float32)
 
 
-UNARY = {
+UNARY: dict[str, Callable[..., Any]] = {
     "copy": lambda x: x, "identity": lambda x: x,
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x), "reciprocal": lambda x: 1.0 / x,
@@ -52,7 +55,7 @@ UNARY = {
     "mish": lambda x: x * np.tanh(_softplus(x)),
 }
 
-BINARY = {
+BINARY: dict[str, Callable[..., Any]] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "maximum": np.maximum, "minimum": np.minimum, "power": np.power,
     "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
@@ -65,7 +68,7 @@ BINARY = {
 }
 
 # reduction name -> (numpy reducer, is add/max/min for the bf16 fast path of the cost model)
-REDUCE = {
+REDUCE: dict[str, Callable[..., Any]] = {
     "add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod,
     "logical_and": np.all, "logical_or": np.any,
 }
@@ -77,7 +80,7 @@ _UFUNC_ALIASES = {
 }
 
 
-def op_name(op) -> str:
+def op_name(op) -> str | None:
     """Canonical name of an operator given as an ``nl`` function, NumPy ufunc/function or string."""
     if op is None:
         return None

@@ -18,6 +18,8 @@ import contextlib
 import inspect
 import itertools
 import weakref
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -110,7 +112,7 @@ class Instr:
         except ValueError:
             raise err_store_dst_shape_smaller_than_other_shape(
                 f"'{self.name}': destination {v.describe()} smaller than / not broadcastable from "
-                f"source shape {list(np.shape(values))}")
+                f"source shape {list(np.shape(values))}") from None
         m = as_mask_array(mask, v.shape) if mask is not None else None
         idx, sel = resolve(v.comps, t.shape, v.shape, v.advanced, m, t.name)
         self.sim.check_write_conflict(t, idx, accumulate or exempt, self.name)
@@ -264,7 +266,7 @@ class NeuronCoreSim:
             marks[idx] = f.iter
 
     # ---- instructions ---------------------------------------------------------------------------
-    def instruction(self, name: str, engine, cycles: float = 0.0, busy_ns: float = None,
+    def instruction(self, name: str, engine, cycles: float = 0.0, busy_ns: float | None = None,
                     latency_ns: float = 0.0) -> Instr:
         """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``)."""
         if busy_ns is None:
@@ -382,12 +384,13 @@ def _one_blas_thread():
     return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
-_BLAS_CONTROLLER = None
+_BLAS_CONTROLLER: Any = None  # None: not looked up yet; False: no threadpoolctl; else its controller
 
 
 def _run_kernel(fn, args, kwargs, grid, platform):
     sim = NeuronCoreSim(platform)
     grid = tuple(int(g) for g in grid) if grid else ()
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):

@@ -15,7 +15,8 @@ module therefore imports neither.
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -80,6 +81,13 @@ class _TileOps:
 
     __array_priority__ = 200
     __hash__ = object.__hash__
+
+    if TYPE_CHECKING:  # what NkiTensor and View provide
+        tensor: Any
+        shape: tuple[int, ...]
+        comps: Any
+
+        def _view(self, key: Any) -> Any: ...
 
     # --- properties ---------------------------------------------------------------------------
     @property

@@ -47,7 +47,8 @@ import dataclasses
 import functools
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -195,7 +196,7 @@ def _cache_key(kernel: Kernel, args, kwargs) -> tuple:
 
 
 def _output_specs(flat_out, np_inputs) -> list:
-    specs = []
+    specs: list[tuple[Any, ...]] = []
     ids = {id(a): i for i, a in enumerate(np_inputs)}
     for o in flat_out:
         if isinstance(o, np.ndarray) and id(o) in ids:
@@ -366,7 +367,7 @@ def _unalias(result, inputs: list):
 
 
 def nki_op(name: str, fn: Callable | None = None, /, *, mutates_args: Iterable[str] | str = (),
-           device_types: str | Iterable[str] | None = None, schema: str | None = None):
+           device_types: str | Sequence[str] | None = None, schema: str | None = None):
     """Decorator: make a typed wrapper that calls NKI kernels a PyTorch custom op.
 
     Args:

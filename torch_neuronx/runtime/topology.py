@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .platforms import Platform, platform_from_env
@@ -161,7 +162,7 @@ def _int_var(env, name: str, default: int, minimum: int = 1) -> int:
     return value
 
 
-def read_topology(env=None) -> Topology:
+def read_topology(env: Mapping[str, str] | None = None) -> Topology:
     """Builds the topology from ``env`` (default ``os.environ``).
 
     Raises:

@@ -46,7 +46,7 @@ def empty(shape, dtype, strided: bool) -> torch.Tensor:
 def check(name: str, got: list[torch.Tensor], want: list[torch.Tensor]) -> None:
     global checks
     assert len(got) == len(want), (name, len(got), len(want))
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.device.type == "neuron", (name, g.device)
         gc = g.cpu()
         if not torch.equal(gc, w):

@@ -12,8 +12,6 @@ Usage (under torchrun): -m tests.distributed.workers.train_llama MODE [MODE ...]
 """
 from __future__ import annotations
 
-import functools
-import os
 import sys
 
 import torch
@@ -118,7 +116,7 @@ def main() -> None:
     for mode in modes:
         losses = train(mode)
         if RANK == 0:
-            for step, (got, want) in enumerate(zip(losses, ref)):
+            for step, (got, want) in enumerate(zip(losses, ref, strict=True)):
                 say("LOSS", mode, step, f"{got:.8f}", f"{want:.8f}")
     # Per-core memory stays per process: this rank's allocator only accounts its own core.
     for i in range(torch.neuron.device_count()):
