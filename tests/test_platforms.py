@@ -174,7 +174,7 @@ def test_every_number_cites_a_source():
     for p in PLATFORMS.values():
         core = p.core
         for spec in (p.chip, core, core.tensor, core.vector, core.scalar, core.gpsimd, core.dma,
-                     p.interconnect, *p.instances):
+                     p.interconnect, p.runtime, *p.instances):
             check(spec)
             assert spec.sources, f"{type(spec).__name__} of {p.name} cites nothing"
     assert seen == set(SOURCES), f"sources no spec cites: {sorted(set(SOURCES) - seen)}"
@@ -186,6 +186,12 @@ def test_instances():
     assert PLATFORMS["trn1"].instance("trn1n.32xlarge").efa_bits_per_s == 1600e9
     assert PLATFORMS["trn1"].instance("trn1.32xlarge").ri_effective_usd_per_hour == 8.197
     assert [i.chips for i in PLATFORMS["trn3"].instances] == [64, 144]
+    # on-demand prices where AWS (or, for trn1n, Hugging Face) published them; none for Trn2/Trn3
+    assert {i.name: i.on_demand_usd_per_hour for p in PLATFORMS.values() for i in p.instances
+            if i.on_demand_usd_per_hour is not None} == {
+        "trn1.2xlarge": 1.34, "trn1.32xlarge": 21.50, "trn1n.32xlarge": 24.78, "inf2.xlarge": 0.758,
+        "inf2.8xlarge": 1.97, "inf2.24xlarge": 6.49, "inf2.48xlarge": 12.981}
+    assert all(p.runtime.sync_launch_overhead_s == 437e-6 for p in PLATFORMS.values())
     with pytest.raises(ValueError, match="trn2.48xlarge"):
         PLATFORMS["trn2"].instance("trn2.96xlarge")
 
