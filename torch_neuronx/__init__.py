@@ -51,6 +51,10 @@ def _autoload() -> None:
     )
     # Trainium's mixed precision is bf16: torch.autocast("neuron") defaults to it.
     torch.set_autocast_dtype("neuron", torch.bfloat16)
+    # FlopCounterMode counts the device's fused attention op (it has no formula for it otherwise).
+    from .ops import flop_formulas as _flop_formulas
+
+    _flop_formulas.register()
     # neuron tensors cross processes (DataLoader workers) as shared-memory copies.
     from .device import sharing as _sharing
 
@@ -87,7 +91,7 @@ def __getattr__(name):
         from . import compile as _compile
 
         return getattr(_compile, name)
-    if name in ("nki", "kernels", "compile", "distributed"):
+    if name in ("nki", "kernels", "compile", "distributed", "estimate"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
