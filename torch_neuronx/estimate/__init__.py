@@ -25,8 +25,8 @@ import types
 __all__ = ["estimate", "EstimateSession", "EstimateReport", "shape_only", "ShapeOnly", "active", "run_cli_estimate"]
 
 _LAZY = {"estimate": ("session", "estimate"), "EstimateSession": ("session", "EstimateSession"),
-         "EstimateReport": ("report", "EstimateReport"), "shape_only": ("shape_only", "shape_only"),
-         "ShapeOnly": ("shape_only", "ShapeOnly"), "run_cli_estimate": ("workloads", "run_estimate")}
+         "EstimateReport": ("report", "EstimateReport"), "shape_only": ("shapes", "shape_only"),
+         "ShapeOnly": ("shapes", "ShapeOnly"), "run_cli_estimate": ("workloads", "run_estimate")}
 
 
 def __getattr__(name):

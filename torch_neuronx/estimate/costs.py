@@ -19,6 +19,8 @@ order of precedence:
 5. **GpSimd**: random number generation, ``arange``, sort / top-k;
 6. **DMA**: gathers and scatters (embedding, index, index_put, scatter, cat, pad...): the bytes they move
    plus the DMA fixed cost per transfer;
+   FSDP2's own copy ops (``fsdp.all_gather_copy_in``, ``fsdp.chunk_cat``, ``fsdp.split_with_sizes_copy``)
+   are data movement too;
 7. **collectives** (``c10d.*``, ``_c10d_functional.*``) are costed by :mod:`.collectives`; **host syncs**
    (``.item()``: ``_local_scalar_dense``, ``nonzero``, ``equal``) are counted; **fp64 / complex** work is
    counted as a host fallback (NeuronCore engines have neither);
@@ -131,6 +133,8 @@ _MOVE = {"embedding": "out2", "index": "out2", "index_select": "out2", "gather":
          "view_as_complex": "inout", "slice_backward": "inout", "select_backward": "inout",
          "index_select_backward": "inout", "gather_backward": "inout", "diagonal_backward": "inout",
          "unfold_backward": "inout", "as_strided_copy": "inout", "embedding_backward": "inout"}
+_FSDP_COPIES = {"all_gather_copy_in", "chunk_cat", "split_with_sizes_copy"}
+_MOVE.update(dict.fromkeys(_FSDP_COPIES, "inout"))
 _ATTENTION = {"_scaled_dot_product_fused_attention_overrideable", "_scaled_dot_product_flash_attention_for_cpu",
               "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
               "_scaled_dot_product_cudnn_attention", "_flash_attention_forward", "_efficient_attention_forward"}
@@ -228,6 +232,8 @@ class CostTable:
         base = _base_name(func)
         if ns in ("prim", "profiler") or (ns == "aten" and (name in _NO_COST or func.is_view)):
             return self._view
+        if ns == "fsdp" and name in _FSDP_COPIES:
+            return self._move                               # FSDP2's copies into / out of its flat buffers
         if ns != "aten":
             return self._uncosted
         if name in _ALLOC:

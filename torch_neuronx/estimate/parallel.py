@@ -67,10 +67,16 @@ def tp_plan(model, config, sequence_parallel: bool, task: str) -> tuple[dict, li
     if skipped:
         notes.append(f"tensor-parallel plan entries {skipped} left replicated")
     # With sequence parallelism the residual stream stays a DTensor sharded on the sequence: transformers
-    # derives positions and masks from the embeddings' (global) shape.
-    plan[f"{prefix}.embed_tokens"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1),
+    # derives positions and masks from the embeddings' (global) shape. In training the embedding is sharded
+    # on the hidden dimension: DTensor's backward of a vocabulary-sharded embedding materialises a gradient
+    # of the full vocabulary on every rank (NxD's ParallelEmbedding does not).
+    embedding_style = ColwiseParallel if task == "train" else RowwiseParallel
+    plan[f"{prefix}.embed_tokens"] = embedding_style(input_layouts=Replicate(), output_layouts=Shard(1),
                                                      use_local_output=False) if sequence_parallel \
-        else RowwiseParallel(input_layouts=Replicate())
+        else embedding_style(input_layouts=Replicate(), output_layouts=Replicate())
+    if task == "train":
+        notes.append("embedding sharded on the hidden dimension (a vocabulary-sharded one gets a full-vocabulary "
+                     "gradient from DTensor)")
     if sequence_parallel:
         plan[f"{prefix}.layers.*.input_layernorm"] = SequenceParallel()
         plan[f"{prefix}.layers.*.post_attention_layernorm"] = SequenceParallel()
@@ -89,7 +95,7 @@ def tp_plan(model, config, sequence_parallel: bool, task: str) -> tuple[dict, li
 
 def build_model(so, config, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fsdp: int = 1,
                 sequence_parallel: bool = False, kind: str | None = None, task: str = "forward"):
-    """A transformers model of ``config`` on fake ``neuron`` tensors inside the :class:`~.shape_only.ShapeOnly`
+    """A transformers model of ``config`` on fake ``neuron`` tensors inside the :class:`~.shapes.ShapeOnly`
     ``so``, sharded ``tp`` x ``fsdp``.
 
     Returns:

@@ -148,6 +148,11 @@ class EstimateReport:
             return None
         return self.usd_per_step / self.tokens_per_step * 1e6
 
+    def step_time_with(self, constants, mode: Mode | None = None) -> float:
+        """Step time (seconds) of the same recording with other constants, in ``mode`` (default the
+        headline): the quick form of :meth:`with_constants` used to fit them."""
+        return _schedule_one(self._session, constants, mode or self.mode).step_s
+
     def with_constants(self, constants) -> "EstimateReport":
         """The same recording re-estimated with other :class:`~.calibration.ModelConstants` (no re-run; this
         is how ``bench/estimate.py --fit`` fits them)."""
@@ -220,6 +225,17 @@ def _fmt_b(b: float) -> str:
     return f"{int(b)} B"
 
 
+def _schedule_one(session, constants, mode: Mode) -> Schedule:
+    from .collectives import CollectiveModel
+    from .roofline import Roofline
+
+    roofline = Roofline(session.platform, session.lnc, constants)
+    model = CollectiveModel(session.placement, constants.alpha_cc_s)
+    return schedule(session.segments, mode, roofline, constants.eager_op_launch_s,
+                    session.platform.runtime.sync_launch_overhead_s, session.memory.is_live,
+                    lambda call: model.time(call.kind, call.nbytes, call.ranks), session.kernel_cache)
+
+
 def build_report(session, constants=None) -> EstimateReport:
     """Builds the report of a finished :class:`~.session.EstimateSession` (with ``constants`` instead of the
     session's, if given: the same recording re-estimated, which is how the constants are fitted)."""
@@ -236,10 +252,11 @@ def build_report(session, constants=None) -> EstimateReport:
 
     alive = session.memory.is_live
     launch = platform.runtime.sync_launch_overhead_s
+    cache = session.kernel_cache
     eager = schedule(session.segments, "eager", roofline, constants.eager_op_launch_s, launch, alive,
-                     collective_time)
+                     collective_time, cache)
     compiled = schedule(session.segments, "compiled", roofline, constants.eager_op_launch_s, launch, alive,
-                        collective_time)
+                        collective_time, cache)
     has_graphs = any(ev.graph is not None for seg in session.segments for ev in seg.events)
     mode: Mode = "compiled" if (session.compiled if session.compiled is not None else has_graphs) else "eager"
     head: Schedule = compiled if mode == "compiled" else eager

@@ -89,6 +89,7 @@ class EstimateSession:
         self.task: str | None = None
         self.notes: list[str] = []
         self.report = None
+        self.kernel_cache: dict = {}
         self._mode: EstimateMode | None = None
         self._context: ProgramContext | None = None
         self._hooks: list = []

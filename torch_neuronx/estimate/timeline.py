@@ -93,7 +93,7 @@ def _kernel_time(k: Kernel, engines: dict, roofline: Roofline) -> tuple[float, f
 
 
 def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: float, graph_launch_s: float,
-             alive_at_end, collective_time) -> Schedule:
+             alive_at_end, collective_time, kernel_cache: dict | None = None) -> Schedule:
     """Schedules every segment's events in ``mode`` (see the module docstring).
 
     Args:
@@ -103,10 +103,16 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
         roofline: the rates and efficiencies.
         alive_at_end: whether a storage key is alive at the end of the recording (fusion's write rule).
         collective_time: ``CollectiveCall -> CollectiveTime`` (the collective model).
+        kernel_cache: where to keep each segment's kernels between calls (they do not depend on the rates).
     """
     out = Schedule(mode)
     for seg_index, seg in enumerate(segments):
-        kernels = fuse(seg.events, alive_at_end) if mode == "compiled" else per_op_kernels(seg.events)
+        key = (seg_index, mode, len(seg.events))
+        kernels = kernel_cache.get(key) if kernel_cache is not None else None
+        if kernels is None:
+            kernels = fuse(seg.events, alive_at_end) if mode == "compiled" else per_op_kernels(seg.events)
+            if kernel_cache is not None:
+                kernel_cache[key] = kernels
         rep = seg.repeat
         t = 0.0
         if mode == "compiled" and kernels:

@@ -1,7 +1,7 @@
 """The common workloads, shape-only: a training step, a prefill, a decode step of a transformers model.
 
 :func:`run_estimate` is what ``torch-neuronx estimate`` runs: it builds the model of a :class:`Setup` on fake
-``neuron`` tensors at the real parallel degrees (:mod:`.shape_only`, :mod:`.parallel`), runs one step of the
+``neuron`` tensors at the real parallel degrees (:mod:`.shapes`, :mod:`.parallel`), runs one step of the
 task under :func:`~.session.estimate`, and returns the report. How a step is composed:
 
 * **prefill** (TTFT): one forward of ``[batch, seq]`` (the context-encoding bucket) keeping the last token's
@@ -30,7 +30,7 @@ from .calibration import ModelConstants
 from .models import load_config, model_kind
 from .parallel import build_model
 from .session import EstimateSession
-from .shape_only import ShapeOnly
+from .shapes import ShapeOnly
 from .topology import Placement, resolve_instance
 
 __all__ = ["Setup", "run_estimate", "DTYPES", "RECOMPUTE_ATTENTION"]
