@@ -1,5 +1,7 @@
-"""Build of torch_neuronx's small C++ core (PrivateUse1 allocator, guard, hooks,
-generator, boxed fallback, autocast). Everything else is Python (pyproject.toml)."""
+"""Build of torch_neuronx's small C++ core, torch_neuronx._C: ``csrc/runtime/`` (the software
+NeuronCore: allocators, device guard, streams, events, hooks, generator) and ``csrc/aten/`` (ATen
+glue: minimal ops, boxed fallback, op policy, attention, autocast). Everything else is Python
+(pyproject.toml)."""
 import os
 from pathlib import Path
 
@@ -10,14 +12,21 @@ from setuptools import setup
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 
-ROOT = Path(__file__).parent
-sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc").glob("*.cpp"))
+ROOT = Path(__file__).resolve().parent
+CSRC = ROOT / "csrc"
+# Every .cpp under csrc/ (setuptools wants source paths relative to the project root). Headers
+# are included by their path below csrc/, e.g. "runtime/DeviceAllocator.h".
+sources = sorted(str(p.relative_to(ROOT)) for p in CSRC.rglob("*.cpp"))
+# Listed so that an sdist ships them and a header change triggers a rebuild.
+headers = sorted(str(p.relative_to(ROOT)) for p in CSRC.rglob("*.h"))
 
 setup(
     ext_modules=[
         CppExtension(
             name="torch_neuronx._C",
             sources=sources,
+            depends=headers,
+            include_dirs=[str(CSRC)],
             extra_compile_args=["-O2", "-std=c++17", "-Wno-unused-parameter"],
         )
     ],

@@ -54,11 +54,9 @@ def launch(part: str, nproc: int, args: argparse.Namespace) -> dict:
 
 # ---------------------------------------------------------------- workers (under torchrun)
 def _init():
-    import torch
+    import torch  # autoloads torch_neuronx, which registers backend "neuron"
     import torch.distributed as dist
-    import torch_neuronx.distributed
 
-    torch_neuronx.distributed.register()  # until torch_neuronx's autoload does it
     dist.init_process_group("neuron")
     return torch.device("neuron", torch.neuron.current_device())
 

@@ -2,11 +2,11 @@
 // itself calls is registered statically by the other files; this module only
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
 // counters, default generators, op counts).
-#include "Alias.h"
-#include "Allocator.h"
-#include "Generator.h"
-#include "Runtime.h"
-#include "Tracking.h"
+#include "aten/Alias.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/Runtime.h"
 
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
@@ -14,7 +14,7 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "torch_neuronx C++ core (allocator, guard, hooks, generator, boxed fallback)";
+  m.doc() = "torch_neuronx C++ core (runtime: allocators, guard, hooks, generator; aten: boxed fallback, op policy, kernels)";
   m.def(
       "_set_topology",
       &torch_neuronx::set_topology,

@@ -33,14 +33,6 @@ PACKAGE = "torch_neuronx"
 # a heavy optional layer truly has to import back into its importer.
 LAZY_EDGES: dict[tuple[str, str], str] = {}
 
-# Folders owned by other work in progress: their failures are expected until it is merged. A cycle
-# that runs through one of them is reported by that folder's case only (the fix belongs there), so
-# the cases of the other folders it touches stay strict.
-OTHER_OWNERS = {
-    "compile": "torch_neuronx/compile/ is being restructured on another branch",
-    "distributed": "torch_neuronx/distributed/ is being restructured on another branch",
-    "compat": "torch_neuronx/compat/ is being restructured on another branch",
-}
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -209,25 +201,13 @@ def _cycles(function_level: bool) -> list[list[Edge]]:
 
 
 def _params():
-    out = []
-    for folder in FOLDERS:
-        marks = []
-        if folder in OTHER_OWNERS:
-            marks.append(pytest.mark.xfail(strict=False, reason=OTHER_OWNERS[folder]))
-        out.append(pytest.param(folder, marks=marks, id=folder))
-    return out
+    return [pytest.param(folder, id=folder) for folder in FOLDERS]
 
 
 def _cycles_of(folder: str, function_level: bool) -> list[list[Edge]]:
-    """The cycles a folder's case reports: those through one of its modules, except cycles through
-    a folder of ``OTHER_OWNERS``, which that folder's case reports."""
-    out = []
-    for cycle in _cycles(function_level):
-        folders = {folder_of(e.importer) for e in cycle}
-        owners = folders & set(OTHER_OWNERS)
-        if folder in (owners or folders):
-            out.append(cycle)
-    return out
+    """The cycles a folder's case reports: those through one of its modules."""
+    return [cycle for cycle in _cycles(function_level)
+            if folder in {folder_of(e.importer) for e in cycle}]
 
 
 def _report(cycles: list[list[Edge]]) -> str:

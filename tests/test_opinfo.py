@@ -16,11 +16,15 @@ its sample function, asked for the ``neuron`` device, leaves some tensors on CPU
 tests see them, e.g. ``tensor_split``'s indices), it is retried with that placement.
 
 Samples that raise on CPU are not counted; an op counts when at least one of its samples runs on
-CPU, and passes when all of those samples pass on neuron. One pytest test per dtype asserts the
-pass rate (float32 >= 99 %, bfloat16 >= 98 %) and, on failure, lists the failing ops with their
-errors.
+CPU, and passes when all of those samples pass on neuron. The expected results are explicit, per
+(op, dtype), each with its reason (``tests/opinfo_expected_failures.py``): ``EXPECTED_FAILURES``
+(runs on CPU, fails on neuron) and ``NOT_COUNTED`` (no sample runs on CPU). One pytest test per
+dtype sweeps op_db and fails on any difference with them: an unexpected failure, an unexpected
+pass (a fix: remove its entry), an op no longer counted, or an entry for an op that was not swept.
+The message lists the entries to add or remove. Ops whose CPU sample is slower than
+SLOW_CPU_SECONDS are skipped (machine load) and may be at most MAX_SLOW_FRACTION of the ops.
 
-The sweep runs in worker subprocesses (``python tests/test_opinfo.py --worker ...``), so an op that
+The sweep runs in worker subprocesses (``python -m tests.test_opinfo --worker ...``), so an op that
 kills or hangs the interpreter is recorded as a failure of that op, with the sample and stage
 (cpu run / neuron run) that did it, instead of aborting the run.
 
@@ -30,7 +34,8 @@ Environment:
   TORCH_NEURONX_OPINFO_WORKERS  worker processes (default: min(2, CPU count))
   TORCH_NEURONX_OPINFO_OPS      comma-separated op names (``name`` or ``name.variant``) to restrict to
 
-Run it standalone for a readable summary: ``python tests/test_opinfo.py [float32|bfloat16 ...]``.
+Run it standalone from the repository root for a readable summary and the differences with the
+expectations: ``python -m tests.test_opinfo [float32|bfloat16 ...]``.
 """
 
 from __future__ import annotations
@@ -51,6 +56,12 @@ import time
 import pytest
 import torch
 
+if not __package__:  # run as a file: the relative imports below need the tests package
+    sys.exit("run the sweep as a module from the repository root: python -m tests.test_opinfo [float32|bfloat16 ...]")
+
+from .opinfo_expected_failures import EXPECTED_FAILURES, NOT_COUNTED  # noqa: E402
+from .processes import REPO  # noqa: E402
+
 SAMPLES_PER_OP = int(os.environ.get("TORCH_NEURONX_OPINFO_SAMPLES", "100"))
 MAX_SAMPLES_TRIED = 4 * SAMPLES_PER_OP  # samples looked at to find SAMPLES_PER_OP that run on CPU
 SLOW_CPU_SECONDS = 5.0  # an op whose CPU sample takes longer is skipped (not counted)
@@ -59,10 +70,11 @@ WORKERS = int(os.environ.get("TORCH_NEURONX_OPINFO_WORKERS", "0")) or min(2, os.
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCES = {"float32": (1.3e-6, 1e-5), "bfloat16": (1.6e-2, 1e-2)}  # (rtol, atol)
-REQUIRED_PASS_RATE = {"float32": 0.99, "bfloat16": 0.98}
+MAX_SLOW_FRACTION = 0.02  # ops skipped as slow, of the ops swept; more means the sweep lost coverage
 
 # Counted in the denominator; everything else (cpu_fail, slow) is excluded.
 COUNTED = ("pass", "fail", "crash", "hang")
+FAILED = ("fail", "crash", "hang")
 
 # Ops that draw random numbers: only shape / dtype / device are compared.
 _RANDOM_NAMES = re.compile(
@@ -445,8 +457,12 @@ class _Worker:
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ)
         env.setdefault("PYTHONFAULTHANDLER", "1")
+        # The worker is this module run as ``python -m tests.test_opinfo``: the repository first
+        # on the path, so it imports this checkout's tests package and torch_neuronx.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--worker", dtype_name, str(write_fd)],
+            [sys.executable, "-m", "tests.test_opinfo", "--worker", dtype_name, str(write_fd)],
+            cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
@@ -659,20 +675,102 @@ def _sweep_and_record(dtype_name: str) -> list[dict]:
     return rows
 
 
+def differences(rows: list[dict], dtype_name: str, whole_op_db: bool = True) -> list[str]:
+    """How the sweep's ``rows`` for ``dtype_name`` differ from the expectation tables.
+
+    Returns one message per difference, each naming the table entry to add or remove (empty when
+    the sweep is exactly as expected). ``whole_op_db`` is False when the sweep was restricted to a
+    few ops (TORCH_NEURONX_OPINFO_OPS): entries for ops that did not run are then not reported.
+    """
+    expected = {op: why for (op, dtype), why in EXPECTED_FAILURES.items() if dtype == dtype_name}
+    not_counted = {op: why for (op, dtype), why in NOT_COUNTED.items() if dtype == dtype_name}
+    by_op = {r["op"]: r for r in rows}
+    out = []
+
+    def detail(r: dict) -> str:
+        text = f"{r['status']} [{r.get('stage', '')}] {r.get('error', '')}"
+        return text + (f" | sample: {r['sample']}" if r.get("sample") else "")
+
+    for r in rows:
+        op, status = r["op"], r["status"]
+        key = f'("{op}", "{dtype_name}")'
+        if status in FAILED and op not in expected:
+            out.append(f"unexpected failure: fix it, or add {key}: <reason> to EXPECTED_FAILURES — {detail(r)}")
+        elif status == "pass" and op in expected:
+            out.append(f"unexpected pass: remove {key} from EXPECTED_FAILURES (it said: {expected[op]})")
+        elif status == "cpu_fail" and op not in not_counted:
+            out.append(f"not counted (no sample runs on CPU): add {key}: <reason> to NOT_COUNTED, or fix the "
+                       f"harness — {r.get('error', '')}")
+        elif status not in ("cpu_fail", "slow") and op in not_counted:
+            out.append(f"counted now ({status}): remove {key} from NOT_COUNTED (it said: {not_counted[op]})")
+        if status == "cpu_fail" and op in expected:
+            out.append(f"no longer runs on CPU: move {key} from EXPECTED_FAILURES to NOT_COUNTED — {r.get('error', '')}")
+    if whole_op_db:
+        for table, entries in (("EXPECTED_FAILURES", expected), ("NOT_COUNTED", not_counted)):
+            for op in sorted(set(entries) - set(by_op)):
+                out.append(f'not swept in {dtype_name} (not in op_db, or no CPU support for the dtype): '
+                           f'remove ("{op}", "{dtype_name}") from {table}')
+    slow = [r["op"] for r in rows if r["status"] == "slow"]
+    if len(slow) > MAX_SLOW_FRACTION * len(rows):
+        out.append(f"{len(slow)} of {len(rows)} ops skipped because their CPU sample took longer than "
+                   f"{SLOW_CPU_SECONDS:g} s (at most {MAX_SLOW_FRACTION:.0%} may be): {', '.join(slow)}")
+    return out
+
+
+def _restricted() -> bool:
+    return bool(os.environ.get("TORCH_NEURONX_OPINFO_OPS", "").strip())
+
+
+def test_expectation_tables_are_well_formed():
+    for table in (EXPECTED_FAILURES, NOT_COUNTED):
+        for (op, dtype), reason in table.items():
+            assert dtype in DTYPES, f"({op!r}, {dtype!r}): unknown dtype; use one of {list(DTYPES)}"
+            assert isinstance(reason, str) and len(reason) > 20, f"({op!r}, {dtype!r}): give the reason"
+    assert not set(EXPECTED_FAILURES) & set(NOT_COUNTED)
+
+
+def test_differences_catch_unexpected_failures_passes_and_stale_entries(monkeypatch):
+    """The oracle itself can fail: every kind of difference is reported, and a sweep that matches
+    the tables exactly reports none."""
+    monkeypatch.setitem(EXPECTED_FAILURES, ("op_known_bad", "float32"), "a reason long enough to be one")
+    monkeypatch.setitem(NOT_COUNTED, ("op_cuda_only", "float32"), "a reason long enough to be one")
+    good = [{"op": "op_known_bad", "status": "fail", "error": "E"}, {"op": "op_cuda_only", "status": "cpu_fail"},
+            {"op": "add", "status": "pass"}]
+    stale_entries = [k for k in (*EXPECTED_FAILURES, *NOT_COUNTED) if k[1] == "float32"
+                     and k[0] not in ("op_known_bad", "op_cuda_only")]
+    rows = good + [{"op": op, "status": "fail" if (op, "float32") in EXPECTED_FAILURES else "cpu_fail"}
+                   for op, _ in stale_entries]
+    assert differences(rows, "float32") == []
+    bad = [{"op": "op_known_bad", "status": "pass"}, {"op": "op_cuda_only", "status": "pass"},
+           {"op": "add", "status": "crash", "stage": "neuron run", "error": "worker died"},
+           {"op": "sub", "status": "cpu_fail", "error": "E"}]
+    found = "\n".join(differences(bad, "float32"))
+    assert 'unexpected pass: remove ("op_known_bad", "float32") from EXPECTED_FAILURES' in found
+    assert 'counted now (pass): remove ("op_cuda_only", "float32") from NOT_COUNTED' in found
+    assert 'unexpected failure: fix it, or add ("add", "float32")' in found and "worker died" in found
+    assert 'add ("sub", "float32"): <reason> to NOT_COUNTED' in found
+    assert "not swept in float32" in found  # the real entries: these rows did not sweep them
+    assert "not swept" not in "\n".join(differences(bad, "float32", whole_op_db=False))
+    slow = [{"op": f"op{i}", "status": "slow"} for i in range(5)] + [{"op": "add", "status": "pass"}] * 5
+    assert any("skipped because their CPU sample took longer" in d for d in differences(slow, "float32", False))
+
+
 @pytest.mark.skipif(not hasattr(torch, "neuron"), reason="the neuron device is not registered")
 @pytest.mark.parametrize("dtype_name", list(DTYPES))
-def test_opinfo_pass_rate(dtype_name):
+def test_opinfo_matches_expectations(dtype_name):
     rows = _sweep_and_record(dtype_name)
     s = summarize(rows)
     print(
         f"\n{dtype_name}: {s['passed']}/{s['counted']} ops pass ({100 * s['rate']:.2f} %); "
-        f"{s['cpu_fail']} fail on CPU, {s['slow']} skipped as slow; statuses {s['counts']}"
+        f"{s['cpu_fail']} fail on CPU, {s['slow']} skipped as slow; statuses {s['counts']}; "
+        f"{sum(r.get('samples', 0) for r in rows)} samples"
     )
     print(format_failures(rows))
     assert s["counted"] > 0
-    assert s["rate"] >= REQUIRED_PASS_RATE[dtype_name], (
-        f"{dtype_name}: only {s['passed']}/{s['counted']} ops pass ({100 * s['rate']:.2f} % < "
-        f"{100 * REQUIRED_PASS_RATE[dtype_name]:.0f} %). Failing ops:\n{format_failures(rows)}"
+    found = differences(rows, dtype_name, whole_op_db=not _restricted())
+    assert not found, (
+        f"{dtype_name}: the OpInfo sweep differs from tests/opinfo_expected_failures.py "
+        f"({len(found)}):\n  " + "\n  ".join(found)
     )
 
 
@@ -685,5 +783,8 @@ if __name__ == "__main__":
             rows = _sweep_and_record(name)
             s = summarize(rows)
             print(f"{name}: {s['passed']}/{s['counted']} pass ({100 * s['rate']:.2f} %), "
-                  f"{s['cpu_fail']} fail on CPU, {s['slow']} slow; {time.monotonic() - t0:.0f} s")
+                  f"{s['cpu_fail']} fail on CPU, {s['slow']} slow, "
+                  f"{sum(r.get('samples', 0) for r in rows)} samples; {time.monotonic() - t0:.0f} s")
             print(format_failures(rows))
+            found = differences(rows, name, whole_op_db=not _restricted())
+            print(f"differences with the expectations ({len(found)}):" + "".join(f"\n  {d}" for d in found))

@@ -9,7 +9,7 @@ helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op`` and
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _registered = False
 

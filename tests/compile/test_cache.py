@@ -14,6 +14,7 @@ from torch_neuronx.compile import cache, get_dynamo_metrics, reset_dynamo_metric
 
 def test_entry_roundtrip_and_integrity():
     blob = cache.encode_entry({"key": "k", "kind": "forward"}, b"artifact-bytes")
+    assert blob.startswith(b"TNXIND1")  # says what it holds: a pickled Inductor graph
     header, artifact = cache.decode_entry(blob)
     assert header["kind"] == "forward" and artifact == b"artifact-bytes"
     with pytest.raises(cache.CorruptEntry, match="truncated"):
@@ -26,13 +27,15 @@ def test_entry_roundtrip_and_integrity():
         cache.decode_entry(bytes(flipped))
     with pytest.raises(cache.CorruptEntry, match="magic"):
         cache.decode_entry(b"X" * 100)
+    with pytest.raises(cache.CorruptEntry, match="magic"):  # an entry of the first format
+        cache.decode_entry(b"TNXNEFF1" + blob[len(cache.MAGIC):])
 
 
 def test_two_level_sharded_layout_and_atomic_write(tmp_path):
     key = cache.cache_key({"graph": "g", "inputs": [[2, 3]]})
     assert len(key) == 64
     path = cache.entry_path(key, tmp_path)
-    assert path == tmp_path / key[:2] / key[2:4] / f"{key}.neff"
+    assert path == tmp_path / key[:2] / key[2:4] / f"{key}.inductor"
     cache.write_entry(path, {"key": key}, b"x" * 1000)
     assert cache.read_entry(path)[1] == b"x" * 1000
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
@@ -60,7 +63,8 @@ def test_get_or_compile_memory_disk_corrupt_and_disabled(tmp_path, monkeypatch):
 
     c = cache.CompileCache()
     key = cache.cache_key({"g": 1})
-    assert c.get_or_compile(key, compile_fn, bytes.decode, {"kind": "forward"}).source == "compiled"
+    assert c.get_or_compile(key, compile_fn, bytes.decode,
+                            cache.EntryDescription(kind="forward", name="'f' (x.py:1)")).source == "compiled"
     assert c.get_or_compile(key, compile_fn, bytes.decode, {}).source == "memory"
     c.clear_memory()
     hit = c.get_or_compile(key, compile_fn, bytes.decode, {})
@@ -86,6 +90,21 @@ def test_default_dir_is_per_user(monkeypatch, tmp_path):
     assert cache.inductor_dir() == cache.cache_dir() / "inductor"
 
 
+def test_list_entries_is_typed(tmp_path):
+    key = cache.cache_key({"typed": 1})
+    path = cache.entry_path(key, tmp_path)
+    cache.write_entry(path, {"key": key, "kind": "backward", "name": "'f' (x.py:1)"}, b"z" * 7)
+    (entry,) = cache.list_entries(tmp_path)
+    assert isinstance(entry, cache.CacheEntry)
+    assert (entry.key, entry.path, entry.kind, entry.name) == (key, path, "backward", "'f' (x.py:1)")
+    assert entry.size_bytes == path.stat().st_size and 0 <= entry.age_s < 600
+    path.write_bytes(b"garbage")
+    (unreadable,) = cache.list_entries(tmp_path)
+    assert (unreadable.kind, unreadable.name, unreadable.size_bytes) == (None, None, 7)
+    with pytest.raises(AttributeError):  # frozen
+        unreadable.kind = "forward"
+
+
 def test_cli_list_verify_clear(tmp_path, capsys):
     from torch_neuronx.cli import cache as cli
 
@@ -95,15 +114,21 @@ def test_cli_list_verify_clear(tmp_path, capsys):
                                                             "name": f"'f{i}' (x.py:1)"}, b"y" * 10)
     bad = cache.entry_path(cache.cache_key({"i": 0}), tmp_path)
     bad.write_bytes(bad.read_bytes()[:-1])
+    # an entry of the first format (suffix .neff, magic TNXNEFF1): never read, never a crash
+    legacy = tmp_path / "ab" / "cd" / ("abcd" + "0" * 60 + ".neff")
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(b"TNXNEFF1" + b"\0" * 60)
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers(dest="command"))
 
     assert cli.run(parser.parse_args(["cache", "list", "--dir", str(tmp_path)])) == 0
     out = capsys.readouterr().out
     assert "3 entries" in out and "'f1' (x.py:1)" in out and "forward" in out
+    assert "1 entries of an older cache format" in out
     assert cli.run(parser.parse_args(["cache", "verify", "--dir", str(tmp_path)])) == 1
     out = capsys.readouterr().out
-    assert "1 bad" in out and "truncated" in out and str(bad) in out
+    assert "3 entries checked, 1 bad" in out and "truncated" in out and str(bad) in out
+    assert cache.legacy_entries(tmp_path) == [legacy]
     assert cli.run(parser.parse_args(["cache", "clear", "--dir", str(tmp_path)])) == 0
-    assert "removed 3 entries" in capsys.readouterr().out
-    assert cache.list_entries(tmp_path) == []
+    assert "removed 4 entries" in capsys.readouterr().out
+    assert cache.list_entries(tmp_path) == [] and not legacy.exists()

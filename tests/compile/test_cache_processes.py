@@ -55,14 +55,14 @@ def test_second_process_hits_disk_and_corrupt_entry_recompiles(tmp_path):
 
     entries = cache.list_entries(tmp_path)
     assert len(entries) == 3
-    victim = next(e for e in entries if e["kind"] == "backward")
-    with open(victim["path"], "r+b") as f:  # truncate one file
-        f.truncate(os.path.getsize(victim["path"]) // 2)
+    victim = next(e for e in entries if e.kind == "backward")
+    with open(victim.path, "r+b") as f:  # truncate one file
+        f.truncate(victim.size_bytes // 2)
 
     third, stderr = _run(tmp_path)
     assert third["compiled"] == 1 and third["disk"] == 2
-    assert [c["path"] for c in third["corrupt"]] == [victim["path"]]
-    assert "corrupt" in stderr and "recompiling graph" in stderr and victim["key"][:16] in stderr
+    assert [c["path"] for c in third["corrupt"]] == [str(victim.path)]
+    assert "corrupt" in stderr and "recompiling graph" in stderr and victim.key[:16] in stderr
     assert third["loss"] == first["loss"]
     assert cache.verify_entries(tmp_path) == []  # rewritten
 

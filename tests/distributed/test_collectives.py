@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from launch import report, torchrun
+from .launch import report, torchrun
 
 
 def test_every_collective_matches_gloo_on_cpu():
-    proc = torchrun("collectives.py", 3)
+    proc = torchrun("collectives", 3)
     assert proc.returncode == 0, report(proc)
     counts = {int(r): int(n) for r, n in re.findall(r"\[rank (\d)\] CHECKS (\d+)", proc.stdout)}
     # rank 1 is outside the sub-group; rank 2 is every group's root (reduce/gather checks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from launch import report, torchrun
+from .launch import report, torchrun
 
 PG_TIMEOUT_S = 10.0  # workers/failure.py
 
@@ -16,7 +16,7 @@ PG_TIMEOUT_S = 10.0  # workers/failure.py
 def test_timeout_and_dead_rank_raise_clear_errors():
     # The launcher checks its workers every 20 s: the survivors report before it
     # would tear them down (its default 0.1 s would SIGTERM them at once).
-    proc = torchrun("failure.py", 3, "1", monitor_interval=20, timeout=120)
+    proc = torchrun("failure", 3, "1", monitor_interval=20, timeout=120)
     assert proc.returncode != 0, "torchrun must report the killed rank\n" + report(proc)
     assert "exitcode  : -9" in proc.stderr and "rank      : 1" in proc.stderr, report(proc)
 
@@ -36,7 +36,7 @@ def test_timeout_and_dead_rank_raise_clear_errors():
 
 
 def test_dead_rank_0_is_named_by_the_survivors():
-    proc = torchrun("failure.py", 3, "0", "--no-timeout-phase", monitor_interval=15, timeout=120)
+    proc = torchrun("failure", 3, "0", "--no-timeout-phase", monitor_interval=15, timeout=120)
     assert "exitcode  : -9" in proc.stderr and "rank      : 0" in proc.stderr, report(proc)
     raised = dict((int(r), (float(s), m)) for r, s, m in
                   re.findall(r"\[rank (\d)\] RAISED ([\d.]+) (.*)", proc.stdout))

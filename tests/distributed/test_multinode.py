@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 
-from launch import free_port, job_env, report, torchrun_cmd
+from .launch import REPO, free_port, job_env, report, torchrun_cmd
 
 
 def test_collectives_across_two_loopback_nodes():
     port = free_port()
     nodes = [
-        subprocess.Popen(torchrun_cmd("collectives.py", 2, nnodes=2, node_rank=i, port=port),
-                         env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(torchrun_cmd("collectives", 2, nnodes=2, node_rank=i, port=port),
+                         env=job_env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for i in range(2)
     ]
     procs = []

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig
 
-from launch import report, torchrun
+from .launch import report, torchrun
 from torch_neuronx.distributed import (
     RendezvousError,
     TensorParallelDegreeError,
@@ -65,7 +65,7 @@ def test_tp_degree_must_divide_heads_and_kv_heads():
 
 
 def test_torchrun_ranks_drive_their_local_core():
-    proc = torchrun("rendezvous_env.py", 2)
+    proc = torchrun("rendezvous_env", 2)
     assert proc.returncode == 0, report(proc)
     rows = {int(r): rest for r, rest in re.findall(r"\[rank (\d)\] ENV (.*)", proc.stdout)}
     for rank in (0, 1):
@@ -75,7 +75,7 @@ def test_torchrun_ranks_drive_their_local_core():
 
 
 def test_two_ranks_on_one_core_is_an_error():
-    proc = torchrun("rendezvous_env.py", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
+    proc = torchrun("rendezvous_env", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
     assert proc.returncode != 0
     # Both ranks raise; their stderr lines may interleave, so check the pieces.
     assert "RendezvousError" in proc.stderr, report(proc)

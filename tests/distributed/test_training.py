@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
-from launch import report, torchrun
+from .launch import report, torchrun
 
 MODES = ("ddp", "fsdp1", "fsdp2", "tp")
 
 
 def test_llama_trains_on_4_ranks_like_cpu():
-    proc = torchrun("train_llama.py", 4, *MODES, timeout=300)
+    proc = torchrun("train_llama", 4, *MODES, timeout=300)
     assert proc.returncode == 0, report(proc)
     rows = re.findall(r"LOSS (\w+) (\d) ([\d.]+) ([\d.]+)", proc.stdout)
     assert sorted({m for m, *_ in rows}) == sorted(MODES), report(proc)

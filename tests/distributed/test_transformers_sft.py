@@ -1,4 +1,4 @@
-"""The acceptance run: transformers from_pretrained(distributed_config=DistributedConfig(
+"""The end-to-end run: transformers from_pretrained(distributed_config=DistributedConfig(
 tp_size=2, fsdp_size=2, tp_plan="auto")) on 4 ranks over backend "neuron" loads a local
 checkpoint with each core holding only its quarter, TRL's SFTTrainer trains it (batches
 padded to 128 by TRL's neuron rule), and save_pretrained writes a standard safetensors
@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from launch import report, torchrun
+from .launch import report, torchrun
 
 TEXTS = [f"The number {i} is {'even' if i % 2 == 0 else 'odd'} and its square is {i * i}." for i in range(64)]
 
@@ -46,7 +46,7 @@ def checkpoint(tmp_path_factory):
 
 def test_distributed_config_sft_and_standard_checkpoint(checkpoint, tmp_path):
     out = tmp_path / "out"
-    proc = torchrun("sft.py", 4, str(checkpoint), str(out), timeout=400)
+    proc = torchrun("sft", 4, str(checkpoint), str(out), timeout=400)
     assert proc.returncode == 0, report(proc)
 
     loaded = re.findall(r"\[rank (\d)\] LOADED (\d+) (\d+) (neuron:\d)", proc.stdout)

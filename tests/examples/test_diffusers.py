@@ -1,6 +1,6 @@
 """The Diffusers examples (``examples/flux.py``, ``examples/qwen_image.py``) run as scripts, as a user runs them.
 
-Each test launches the example in a fresh process (``python examples/X.py`` or ``torchrun``) with the tiny
+Each test launches the example in a fresh process (``python examples/<script>.py`` or ``torchrun``) with the tiny
 random-weight pipeline (same seeded weights and CPU latents everywhere), reads the raw image it saved with
 ``--out`` (``.npy``, float32 ``(1, H, W, 3)`` in [0, 1]) and compares it with the reference run:
 
@@ -11,7 +11,6 @@ random-weight pipeline (same seeded weights and CPU latents everywhere), reads t
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "distributed"))
-from launch import free_port, job_env, report  # noqa: E402
+from .examples_run import EXAMPLES, free_port, job_env, report
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 TOL = 1e-3
 # Small enough to keep the whole file well under 3 minutes on 2 cores, large enough to be a real image:
 # Flux 32x32 -> 256 image tokens, Qwen-Image 32x32 -> 4 image tokens after its 8x VAE and 2x2 patches.
@@ -32,11 +28,10 @@ SCRIPTS = ["flux.py", "qwen_image.py"]
 
 
 def _env(tmp_path: Path) -> dict:
-    # The repository root on the path: the examples import torch, whose autoload imports torch_neuronx.
-    # A private compile cache: "--compile" must really compile, not read an earlier run's graphs.
-    # (The editable install's finder may point elsewhere; the checkout is what is under test.)
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    return job_env({"PYTHONPATH": path, "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
+    # job_env puts the repository root on the path (the examples import torch, whose autoload imports
+    # this checkout's torch_neuronx). A private compile cache: "--compile" must really compile, not
+    # read an earlier run's graphs.
+    return job_env({"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
 
 
 class _Job:

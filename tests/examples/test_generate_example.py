@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from examples_run import report, run_example, write_assets
+from .examples_run import report, run_example, write_assets
 
 
 def test_generate_static_cache_matches_cpu(tmp_path):

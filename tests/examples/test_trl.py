@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from examples_run import report, run_cpu_python, run_example, write_assets
+from .examples_run import report, run_cpu_python, run_example, write_assets
 
 LOGITS_TOL = 1e-4  # fp32 eval on both sides
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from torch_neuronx import nki
-import matmul_kernels as mk
+from . import matmul_kernels as mk
 
 
 @pytest.fixture(scope="module")

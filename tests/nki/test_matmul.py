@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import matmul_kernels as mk
+from . import matmul_kernels as mk
 
 BF16 = ml_dtypes.bfloat16
 

@@ -1,7 +1,10 @@
-"""``torch-neuronx cache list|verify|clear``: the compile cache of backend ``"neuron"``.
+"""``torch-neuronx cache list|verify|clear``: the disk cache of backend ``"neuron"``
+(:mod:`torch_neuronx.compile.cache`).
 
-Wire it into ``torch_neuronx/cli/main.py`` with :func:`add_parser` (adds the ``cache``
-sub-command) and call :func:`run` with the parsed arguments when ``args.command == "cache"``.
+:func:`add_parser` adds the ``cache`` sub-command to the ``torch-neuronx`` parser and
+:func:`run` executes it (both called from :mod:`torch_neuronx.cli.main`). Entries of an older
+cache format (``*.neff``) are reported by ``list``, skipped by ``verify`` and deleted by
+``clear``.
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import argparse
 from pathlib import Path
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds ``cache {list,verify,clear} [--dir DIR]`` to ``subparsers`` (from
     ``ArgumentParser.add_subparsers``); returns the new parser."""
     parser = subparsers.add_parser(
@@ -54,10 +57,15 @@ def run(args: argparse.Namespace) -> int:
         if entries:
             print(f"{'key':18} {'kind':10} {'size':>10} {'age':>8}  function")
         for e in entries:
-            print(f"{e['key'][:16]:18} {e['kind']:10} {_size(e['bytes']):>10} {_age(e['age_s']):>8}  {e['name']}")
-        total = sum(e["bytes"] for e in entries)
+            print(f"{e.key[:16]:18} {e.kind or '?':10} {_size(e.size_bytes):>10} {_age(e.age_s):>8}  "
+                  f"{e.name or '? (unreadable entry)'}")
+        total = sum(e.size_bytes for e in entries)
         kernels = cache.dir_bytes(root / "inductor")
         print(f"{len(entries)} entries, {_size(total)}; Inductor kernels {_size(kernels)}")
+        legacy = cache.legacy_entries(root)
+        if legacy:
+            print(f"{len(legacy)} entries of an older cache format (never read; "
+                  "`torch-neuronx cache clear` deletes them)")
         return 0
     if args.action == "verify":
         bad = cache.verify_entries(root, remove=args.remove_bad)

@@ -1,5 +1,5 @@
 """``torch-neuronx compat``: every causal-LM architecture of the installed transformers, tiny,
-on ``neuron`` against the CPU (:mod:`torch_neuronx.compat`)."""
+on ``neuron`` against the CPU (:mod:`torch_neuronx.model_coverage`)."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds ``compat [--only A,B] [--jobs N] [--out DIR] ...`` to ``subparsers``."""
     p = subparsers.add_parser(
         "compat", help="tiny model of every transformers causal-LM architecture: generate, compiled "
@@ -27,12 +27,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def run(args) -> int:
-    """Runs the command; exit status 0 when the acceptance rates are met (generate ≥ 98%,
-    compiled ≥ 95% of the architectures passing on CPU), 1 otherwise, 2 on bad arguments."""
-    from ..compat import report as rpt
-    from ..compat.checks import CHECKS
-    from ..compat.runner import causal_lm_architectures, run_compat
+def run(args: argparse.Namespace) -> int:
+    """Runs the command; exit status 0 when the required rates (``report.THRESHOLDS``: generate ≥ 98%,
+    compiled ≥ 95% of the architectures passing on CPU) are met, 1 otherwise, 2 on bad arguments."""
+    from ..model_coverage import report as rpt
+    from ..model_coverage.checks import CHECKS
+    from ..model_coverage.runner import causal_lm_architectures, run_coverage
 
     every = causal_lm_architectures()
     if args.list:
@@ -68,7 +68,7 @@ def run(args) -> int:
         return fail(f"--out {out}: cannot write there ({err.strerror or err}); choose a writable folder")
     start = time.perf_counter()
     try:
-        reports = run_compat(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
+        reports = run_coverage(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
                              options={"checks": list(checks), "new_tokens": args.new_tokens, "atol": args.atol})
     except ValueError as err:
         print(f"torch-neuronx compat: {err}", file=sys.stderr)
@@ -78,5 +78,6 @@ def run(args) -> int:
     (out / "compat.csv").write_text(rpt.to_csv(reports))
     (out / "compat.md").write_text(rpt.to_markdown(reports, seconds))
     print(f"\nwrote {out / 'compat.csv'} and {out / 'compat.md'}")
-    print(rpt.summary_line(reports, seconds))
-    return 0 if rpt.meets_thresholds(reports) else 1
+    summary = rpt.summarize(reports, seconds)
+    print(summary.line())
+    return 0 if summary.meets_thresholds() else 1

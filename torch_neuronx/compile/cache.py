@@ -1,13 +1,17 @@
-"""The compile cache of backend ``"neuron"``: in memory and on disk (TorchNeuron's NEFF cache).
+"""The compile cache of backend ``"neuron"``: in memory and on disk.
 
-On Trainium a compiled graph is a NEFF written by neuronx-cc; here it is Inductor's compiled
-graph (the Python wrapper with its C++ kernels). The cache semantics are TorchNeuron's:
+On Trainium a compiled graph is a NEFF written by neuronx-cc and cached under
+``TORCH_NEURONX_NEFF_CACHE_DIR``; here a compiled graph is Inductor's ``CompiledFxGraph`` (the
+Python wrapper with its C++ kernels), pickled. The environment variables keep TorchNeuron's
+names (they are its public contract); the entries say what they hold: suffix ``.inductor``,
+magic ``TNXIND1``. The cache semantics are TorchNeuron's:
 
 * **Key**: a SHA-256 of the normalized graph text, the input metadata (shape, stride, dtype,
-  device), the compile flags and the versions (torch, torch_neuronx, Python, the CPU's vector
-  ISA) — no address, process id, path or time goes in, so every process and every rank
-  computes the same key for the same graph (:func:`cache_key`).
-* **Disk layout**: ``$TORCH_NEURONX_NEFF_CACHE_DIR/<k[0:2]>/<k[2:4]>/<k>.neff`` (two-level
+  device), the compile flags and the versions (torch, torch_neuronx and a hash of the code that
+  generated the entry, Python, the CPU's vector ISA; :mod:`.cache_key`): no address, process
+  id, path or time goes in, so every process and every rank computes the same key for the same
+  graph (:func:`cache_key` hashes the parts).
+* **Disk layout**: ``$TORCH_NEURONX_NEFF_CACHE_DIR/<k[0:2]>/<k[2:4]>/<k>.inductor`` (two-level
   sharding). Default directory: ``$XDG_CACHE_HOME/torch_neuronx/neff-cache``, else
   ``~/.cache/torch_neuronx/neff-cache`` (per user). Inductor's own kernel binaries live under
   ``<dir>/inductor`` so that the directory is self-contained (:func:`inductor_dir`).
@@ -18,9 +22,12 @@ graph (the Python wrapper with its C++ kernels). The cache semantics are TorchNe
   payload``; a truncated or corrupt entry is detected on read, reported (a warning and
   ``get_dynamo_metrics()["cache_corrupt"]``), and recompiled and rewritten by the caller.
 * ``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables both levels (every graph is compiled).
+* Entries of an older format (``*.neff``, written before the suffix said what the file holds)
+  are never read: :func:`list_entries` and :func:`verify_entries` skip them,
+  :func:`legacy_entries` lists them and :func:`clear` deletes them.
 
-Entry payload: a JSON header (key, kind, created time, versions, description) and the
-artifact bytes; :func:`list_entries` / :func:`verify_entries` / :func:`clear` serve the
+Entry payload: a JSON header (key, kind, created time, format, description) and the artifact
+bytes; :func:`list_entries` / :func:`verify_entries` / :func:`clear` serve the
 ``torch-neuronx cache`` command.
 """
 from __future__ import annotations
@@ -35,17 +42,42 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from filelock import FileLock
 
 from . import metrics
 
-MAGIC = b"TNXNEFF1"
+#: First bytes of every entry: "torch-neuronx Inductor graph, layout 1".
+MAGIC = b"TNXIND1"
 _HEADER = len(MAGIC) + 8 + 32
-ENTRY_SUFFIX = ".neff"
-FORMAT_VERSION = 1
+#: Suffix of an entry file: a pickled Inductor ``CompiledFxGraph`` (not a NEFF).
+ENTRY_SUFFIX = ".inductor"
+#: Suffixes of entries written by older versions of this cache (never read; cleared).
+LEGACY_SUFFIXES = (".neff",)
+#: Goes into every key and header: entries of another format are never served.
+FORMAT_VERSION = 2
+#: Seconds a process waits for another one that compiles the same graph (one hour).
 LOCK_TIMEOUT_S = 3600.0
+
+#: What an ATen graph is for: AOTAutograd's forward or backward graph of a training step, or
+#: an inference graph (grad mode off, or no input requires grad).
+GraphKind = Literal["forward", "backward", "inference"]
+#: Where :meth:`CompileCache.get_or_compile` found a graph: the memory level, the disk, or
+#: nowhere (it was compiled).
+LookupSource = Literal["memory", "disk", "compiled"]
+
+
+class EntryDescription(TypedDict):
+    """What :meth:`CompileCache.get_or_compile` stores in a new entry's header besides the key,
+    the creation time and the format: the graph's kind and the compiled function
+    (``"'forward' (model.py:12)"``)."""
+
+    kind: GraphKind
+    name: str
 
 
 class CacheCorruptWarning(UserWarning):
@@ -80,7 +112,7 @@ def inductor_dir() -> Path:
     return cache_dir() / "inductor"
 
 
-def cache_key(parts: dict) -> str:
+def cache_key(parts: dict[str, Any]) -> str:
     """SHA-256 (64 hex chars) of ``parts`` as canonical JSON (sorted keys, no spaces).
 
     Args:
@@ -91,7 +123,7 @@ def cache_key(parts: dict) -> str:
 
 
 def entry_path(key: str, root: Path | None = None) -> Path:
-    """``<root>/<key[0:2]>/<key[2:4]>/<key>.neff``."""
+    """``<root>/<key[0:2]>/<key[2:4]>/<key>.inductor`` (``root``: :func:`cache_dir` by default)."""
     root = root or cache_dir()
     return root / key[0:2] / key[2:4] / f"{key}{ENTRY_SUFFIX}"
 
@@ -100,14 +132,14 @@ class CorruptEntry(Exception):
     """Raised by :func:`read_entry` for a truncated or corrupt entry (message: what is wrong)."""
 
 
-def encode_entry(header: dict, artifact: bytes) -> bytes:
+def encode_entry(header: dict[str, Any], artifact: bytes) -> bytes:
     """Serializes one entry: MAGIC, payload length, SHA-256, payload (JSON header + artifact)."""
     head = json.dumps(header, sort_keys=True).encode()
     payload = struct.pack("<I", len(head)) + head + artifact
     return MAGIC + struct.pack("<Q", len(payload)) + hashlib.sha256(payload).digest() + payload
 
 
-def decode_entry(blob: bytes) -> tuple[dict, bytes]:
+def decode_entry(blob: bytes) -> tuple[dict[str, Any], bytes]:
     """Inverse of :func:`encode_entry`. Raises :class:`CorruptEntry` naming the defect."""
     if len(blob) < _HEADER:
         raise CorruptEntry(f"truncated: {len(blob)} bytes, shorter than the {_HEADER}-byte header")
@@ -128,12 +160,12 @@ def decode_entry(blob: bytes) -> tuple[dict, bytes]:
     return header, payload[4 + hlen:]
 
 
-def read_entry(path: Path) -> tuple[dict, bytes]:
+def read_entry(path: Path) -> tuple[dict[str, Any], bytes]:
     """Reads and checks one entry file. Raises FileNotFoundError or :class:`CorruptEntry`."""
     return decode_entry(path.read_bytes())
 
 
-def write_entry(path: Path, header: dict, artifact: bytes) -> None:
+def write_entry(path: Path, header: dict[str, Any], artifact: bytes) -> None:
     """Writes one entry atomically: temp file in the same folder, fsync, ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -151,20 +183,19 @@ def write_entry(path: Path, header: dict, artifact: bytes) -> None:
         raise
 
 
-def _lock(path: Path):
-    from filelock import FileLock
-
+def _lock(path: Path) -> FileLock:
     path.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Lookup:
-    """Result of :meth:`CompileCache.get_or_compile`: the artifact and where it came from
-    (``"memory"``, ``"disk"`` or ``"compiled"``)."""
+    """Result of :meth:`CompileCache.get_or_compile`: the artifact bytes (None when the graph
+    was compiled but is not cacheable, or the cache is disabled), where the graph came from,
+    and the loaded or compiled value."""
 
     artifact: bytes | None
-    source: str
+    source: LookupSource
     value: object = None
 
 
@@ -185,7 +216,7 @@ class CompileCache:
         key: str,
         compile_fn: Callable[[], tuple[object, bytes | None]],
         load_fn: Callable[[bytes], object],
-        header: dict,
+        header: EntryDescription | dict[str, Any],
     ) -> Lookup:
         """The compiled graph for ``key``: from memory, else disk, else ``compile_fn()``.
 
@@ -268,35 +299,70 @@ GLOBAL_CACHE = CompileCache()
 
 # --- maintenance (the `torch-neuronx cache` command) ----------------------------------------
 
-def _entries(root: Path):
+@dataclass(frozen=True)
+class CacheEntry:
+    """One disk entry, as :func:`list_entries` sees it.
+
+    Attributes:
+        key: the 64-hex-digit cache key (the file name without its suffix).
+        path: the entry file.
+        size_bytes: file size in bytes.
+        age_s: seconds since the file was written.
+        kind: the graph's kind from the entry header, None when the entry is unreadable.
+        name: the compiled function (``"'forward' (model.py:12)"``), None when unreadable.
+    """
+
+    key: str
+    path: Path
+    size_bytes: int
+    age_s: float
+    kind: GraphKind | None
+    name: str | None
+
+
+def _entries(root: Path, suffix: str = ENTRY_SUFFIX) -> Iterator[Path]:
     if not root.is_dir():
         return
-    for p in sorted(root.glob(f"??/??/*{ENTRY_SUFFIX}")):
-        yield p
+    yield from sorted(root.glob(f"??/??/*{suffix}"))
 
 
-def list_entries(root: Path | None = None) -> list[dict]:
-    """One dict per entry: ``key``, ``path``, ``bytes``, ``age_s`` (seconds since written),
-    ``kind`` and ``name`` from its header (``"?"`` when unreadable)."""
+def list_entries(root: Path | None = None) -> list[CacheEntry]:
+    """The entries under ``root`` (default :func:`cache_dir`), sorted by path; entries of an
+    older format are not listed (:func:`legacy_entries`)."""
     root = root or cache_dir()
     now = time.time()
     out = []
     for p in _entries(root):
-        st = p.stat()
-        info = {"key": p.name[: -len(ENTRY_SUFFIX)], "path": str(p), "bytes": st.st_size,
-                "age_s": max(0.0, now - st.st_mtime), "kind": "?", "name": "?"}
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # removed by another process since the glob
+            continue
+        kind = name = None
         try:
             header, _ = read_entry(p)
-            info["kind"] = header.get("kind", "?")
-            info["name"] = header.get("name", "?")
+            kind = header.get("kind")
+            name = header.get("name")
         except (CorruptEntry, OSError):
             pass
-        out.append(info)
+        out.append(CacheEntry(key=p.name[: -len(ENTRY_SUFFIX)], path=p, size_bytes=st.st_size,
+                              age_s=max(0.0, now - st.st_mtime), kind=kind, name=name))
     return out
 
 
+def legacy_entries(root: Path | None = None) -> list[Path]:
+    """Entry files of an older cache format under ``root`` (default :func:`cache_dir`): never
+    read, deleted by :func:`clear`."""
+    root = root or cache_dir()
+    return [p for suffix in LEGACY_SUFFIXES for p in _entries(root, suffix)]
+
+
 def verify_entries(root: Path | None = None, remove: bool = False) -> list[tuple[str, str]]:
-    """Checks every entry; returns ``(path, reason)`` for each bad one (optionally deleted)."""
+    """Checks every entry (magic, length, checksum, header key = file name).
+
+    Returns:
+        ``(path, reason)`` for each bad entry; with ``remove`` the bad files are deleted.
+        Entries of an older format are not checked (:func:`legacy_entries`).
+    """
     root = root or cache_dir()
     bad = []
     for p in _entries(root):
@@ -319,11 +385,15 @@ def dir_bytes(path: Path) -> int:
 
 
 def clear(root: Path | None = None) -> int:
-    """Deletes every entry, lock and Inductor artifact under the cache folder and the memory
-    level of this process; returns the number of entries removed."""
+    """Deletes every entry (older formats included), lock and Inductor artifact under ``root``
+    (default :func:`cache_dir`) and the memory level of this process.
+
+    Returns:
+        The number of entry files removed (current and older formats).
+    """
     root = root or cache_dir()
     n = 0
-    for p in list(_entries(root)):
+    for p in list(_entries(root)) + legacy_entries(root):
         p.unlink(missing_ok=True)
         n += 1
     if root.is_dir():

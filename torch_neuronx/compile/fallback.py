@@ -7,10 +7,18 @@ silent slow path never hides a compiler problem. ``=0``: the failure is warned
 graph runs eagerly on ``neuron``.
 
 Usage errors (``dynamic=True``, symbolic shapes) always raise, whatever the policy.
+
+Both levels of backend ``"neuron"`` (the Dynamo graph in :mod:`.backend`, each ATen graph in
+:mod:`.aten_compile`) apply the policy the same way: a :class:`NeuronCompileError` raised below
+them propagates unchanged (``except NeuronCompileError: raise``), any other exception goes to
+:func:`handle_compile_failure`.
 """
 from __future__ import annotations
 
 import os
+import warnings
+
+from . import metrics
 
 
 class NeuronCompileError(RuntimeError):
@@ -49,3 +57,26 @@ def failure_message(what: str, graph_text: str, err: BaseException, limit: int =
         "warning) instead of raising.\n"
         f"Graph:\n{text}"
     )
+
+
+def handle_compile_failure(what: str, graph_text: str, err: Exception, eager_allowed: bool) -> None:
+    """Applies the policy to a graph that failed to compile.
+
+    Args:
+        what: the graph, for the messages (``"forward graph of 'forward' (model.py:12)"``).
+        graph_text: its FX code (for the error).
+        err: the exception code generation raised.
+        eager_allowed: :func:`fallback_execution_allowed` when the compile started (the caller
+            then holds an eager copy of the graph).
+
+    Raises:
+        NeuronCompileError: with the graph and the reason, unless ``eager_allowed``; then it
+            warns (:class:`CompileFallbackWarning`), records the fallback in
+            ``get_dynamo_metrics()["fallbacks"]`` and returns: the caller runs the graph eagerly.
+    """
+    if not eager_allowed:
+        raise NeuronCompileError(failure_message(what, graph_text, err)) from err
+    warnings.warn(f"backend 'neuron' failed to compile the {what}: {type(err).__name__}: "
+                  f"{err}; running it eagerly (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)",
+                  CompileFallbackWarning, stacklevel=3)
+    metrics.record_fallback(what, f"{type(err).__name__}: {err}")

@@ -7,8 +7,8 @@ pointers); buffers the generated wrapper allocates are ``neuron`` tensors
 ``extern_kernels.mm/addmm/bmm`` calls take the eager device path (CPU BLAS on zero-copy
 aliases). Outputs therefore stay on ``neuron`` with no copy.
 
-Four registrations make Inductor accept the device; each was confirmed necessary
-(``shared/docs/PYTORCH_BACKEND.md``, "torch.compile"):
+Four registrations make Inductor accept the device; without any one of them a compile on
+``neuron`` fails:
 
 1. a :class:`DeviceInterface` (``torch._dynamo.device_interface``): device count, current
    device, synchronize, and CPU-like properties (``multi_processor_count`` = host cores) for
@@ -21,8 +21,8 @@ Four registrations make Inductor accept the device; each was confirmed necessary
 4. the scheduler treating ``neuron`` nodes as CPU nodes: ``BaseSchedulerNode.is_cpu()``
    compares ``device.type == "cpu"``; otherwise fusion takes a GPU-only reindexing path that
    fails on C++ kernels. This is the one patch of a private method in the project: it is
-   pinned to torch 2.13 (:data:`PINNED_TORCH`), checked against the original's behaviour,
-   and tested (``tests/compile/test_inductor_device.py``).
+   pinned to torch 2.13 (:data:`PINNED_TORCH`), refuses to stack on another patch, and is
+   tested against the original's source and behaviour (``tests/compile/test_inductor_device.py``).
 
 :func:`register` is idempotent and imports Inductor; it runs when backend ``"neuron"`` is
 first used, never at ``import torch``.
@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Callable
 from textwrap import dedent
+from typing import Any
 
 import torch
 
@@ -42,7 +44,7 @@ PINNED_TORCH = "2.13"
 
 _lock = threading.Lock()
 _registered = False
-_original_is_cpu = None
+_original_is_cpu: Callable[[Any], bool] | None = None
 
 
 class InductorDeviceError(RuntimeError):
@@ -126,7 +128,8 @@ def _make_interface():
 
         @classmethod
         def is_dtype_supported(cls, dtype: torch.dtype, including_emulation: bool = False) -> bool:
-            # NeuronCore engines have no fp64/complex (TRAINIUM.md, "Supported data types").
+            # NeuronCore engines have no fp64/complex (AWS Neuron documentation, "Neuron
+            # hardware" → NeuronCore data types; the eager device counts them as host fallbacks).
             return dtype not in (torch.float64, torch.complex64, torch.complex128)
 
         @staticmethod
@@ -189,8 +192,9 @@ def _make_wrapper_codegen():
     return NeuronWrapperCodegen
 
 
-def _patched_is_cpu(self) -> bool:
-    """``BaseSchedulerNode.is_cpu`` for torch 2.13 with ``neuron`` counted as CPU."""
+def patched_is_cpu(self: Any) -> bool:
+    """``BaseSchedulerNode.is_cpu`` for torch 2.13 with ``neuron`` counted as CPU (``self``: a
+    scheduler node, anything with ``get_device() -> torch.device | None``)."""
     device = self.get_device()
     return device is not None and device.type in ("cpu", DEVICE)
 
@@ -206,7 +210,7 @@ def _patch_scheduler() -> None:
             "against the new release and update PINNED_TORCH in torch_neuronx/compile/inductor_device.py"
         )
     current = scheduler.BaseSchedulerNode.is_cpu
-    if current is _patched_is_cpu:
+    if current is patched_is_cpu:
         return
     if current.__qualname__ != "BaseSchedulerNode.is_cpu":
         raise InductorDeviceError(
@@ -214,7 +218,7 @@ def _patch_scheduler() -> None:
             "refusing to stack a second patch"
         )
     _original_is_cpu = current
-    scheduler.BaseSchedulerNode.is_cpu = _patched_is_cpu
+    scheduler.BaseSchedulerNode.is_cpu = patched_is_cpu
 
 
 def register() -> None:
@@ -248,3 +252,8 @@ def register() -> None:
 def is_registered() -> bool:
     """True once :func:`register` has run in this process."""
     return _registered
+
+
+def original_is_cpu() -> Callable[[Any], bool] | None:
+    """torch's own ``BaseSchedulerNode.is_cpu`` that :func:`register` replaced (None before)."""
+    return _original_is_cpu

@@ -23,15 +23,66 @@ Imports nothing from Dynamo or Inductor at import time.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 
 class RecompileWarning(UserWarning):
     """A function compiled for backend ``"neuron"`` keeps recompiling for new shapes."""
+
+
+class ChangedDim(TypedDict):
+    """One input dimension that changed between two compiles of a function: ``input`` (Dynamo's
+    source name, e.g. ``"L['ids']"``), ``dim`` (None when the rank changed; ``before`` and
+    ``after`` are then whole shapes), ``before`` and ``after`` (sizes)."""
+
+    input: str
+    dim: int | None
+    before: int | list[int]
+    after: int | list[int]
+
+
+class RecompileRecord(TypedDict):
+    """One recompile: ``function`` (``"'name' (file:line)"``), ``compile_id`` (Dynamo's
+    ``"frame/attempt"``), ``guard`` (Dynamo's first failed guard, ``""`` if unknown) and
+    ``changed`` (the input dimensions that differ from the previous compile)."""
+
+    function: str
+    compile_id: str
+    guard: str
+    changed: list[ChangedDim]
+
+
+class CorruptRecord(TypedDict):
+    """A disk cache entry found truncated or corrupt: its ``path`` and the ``reason``."""
+
+    path: str
+    reason: str
+
+
+class FallbackRecord(TypedDict):
+    """A graph that failed to compile and ran eagerly: which ``graph`` and the ``reason``."""
+
+    graph: str
+    reason: str
+
+
+class DynamoMetrics(TypedDict):
+    """What :func:`get_dynamo_metrics` returns (a plain dict at run time; keys below)."""
+
+    graphs: int
+    graphs_compiled: int
+    cache_hits_memory: int
+    cache_hits_disk: int
+    cache_corrupt: list[CorruptRecord]
+    compile_seconds: float
+    recompiles: list[RecompileRecord]
+    graph_breaks: dict[str, int]
+    fallbacks: list[FallbackRecord]
 
 
 @dataclass
@@ -40,10 +91,10 @@ class _State:
     graphs_compiled: int = 0
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
-    cache_corrupt: list[dict[str, str]] = field(default_factory=list)
+    cache_corrupt: list[CorruptRecord] = field(default_factory=list)
     compile_seconds: float = 0.0
-    recompiles: list[dict[str, Any]] = field(default_factory=list)
-    fallbacks: list[dict[str, str]] = field(default_factory=list)
+    recompiles: list[RecompileRecord] = field(default_factory=list)
+    fallbacks: list[FallbackRecord] = field(default_factory=list)
     graph_break_baseline: Counter = field(default_factory=Counter)
     # frame id -> list of input signatures [(name, shape)], in compile order
     frames: dict[int, list[list[tuple[str, tuple[int, ...]]]]] = field(default_factory=dict)
@@ -65,18 +116,16 @@ def recompile_warn_threshold() -> int:
 
 
 def _graph_break_counter() -> Counter:
-    import sys
-
     utils = sys.modules.get("torch._dynamo.utils")
     if utils is None:
         return Counter()
     return Counter(utils.counters.get("graph_break", {}))
 
 
-def get_dynamo_metrics() -> dict[str, Any]:
+def get_dynamo_metrics() -> DynamoMetrics:
     """Metrics of backend ``"neuron"`` since process start or :func:`reset_dynamo_metrics`.
 
-    Returns a new dict:
+    Returns a new dict (typed :class:`DynamoMetrics`; mutating it changes nothing here):
       * ``graphs`` (int): FX graphs Dynamo handed to the backend (first compiles, graph
         breaks and recompiles; a cache hit still counts here: Dynamo traced it);
       * ``graphs_compiled`` (int): forward/backward/inference graphs whose code was generated;
@@ -97,17 +146,19 @@ def get_dynamo_metrics() -> dict[str, Any]:
         s = _state
         breaks = _graph_break_counter()
         breaks.subtract(s.graph_break_baseline)
-        return {
-            "graphs": s.graphs,
-            "graphs_compiled": s.graphs_compiled,
-            "cache_hits_memory": s.cache_hits_memory,
-            "cache_hits_disk": s.cache_hits_disk,
-            "cache_corrupt": [dict(c) for c in s.cache_corrupt],
-            "compile_seconds": round(s.compile_seconds, 6),
-            "recompiles": [dict(r) for r in s.recompiles],
-            "graph_breaks": {k: v for k, v in breaks.items() if v > 0},
-            "fallbacks": [dict(f) for f in s.fallbacks],
-        }
+        return DynamoMetrics(
+            graphs=s.graphs,
+            graphs_compiled=s.graphs_compiled,
+            cache_hits_memory=s.cache_hits_memory,
+            cache_hits_disk=s.cache_hits_disk,
+            cache_corrupt=[CorruptRecord(**c) for c in s.cache_corrupt],
+            compile_seconds=round(s.compile_seconds, 6),
+            recompiles=[RecompileRecord(function=r["function"], compile_id=r["compile_id"],
+                                        guard=r["guard"], changed=[ChangedDim(**c) for c in r["changed"]])
+                        for r in s.recompiles],
+            graph_breaks={k: v for k, v in breaks.items() if v > 0},
+            fallbacks=[FallbackRecord(**f) for f in s.fallbacks],
+        )
 
 
 def reset_dynamo_metrics() -> None:
@@ -121,17 +172,19 @@ def reset_dynamo_metrics() -> None:
 # --- recording (called by the backend and the cache) ---------------------------------------
 
 def record_compile_time(seconds: float) -> None:
+    """Adds ``seconds`` (wall time) to ``compile_seconds``."""
     with _lock:
         _state.compile_seconds += seconds
 
 
 def record_compiled() -> None:
+    """Counts one forward/backward/inference graph whose code was generated."""
     with _lock:
         _state.graphs_compiled += 1
 
 
-def record_cache_hit(level: str) -> None:
-    """``level``: ``"memory"`` or ``"disk"``."""
+def record_cache_hit(level: Literal["memory", "disk"]) -> None:
+    """Counts one graph served by the cache's memory or disk level."""
     with _lock:
         if level == "memory":
             _state.cache_hits_memory += 1
@@ -140,13 +193,15 @@ def record_cache_hit(level: str) -> None:
 
 
 def record_corrupt(path: str, reason: str) -> None:
+    """Records a disk entry found truncated or corrupt (it is being recompiled)."""
     with _lock:
-        _state.cache_corrupt.append({"path": path, "reason": reason})
+        _state.cache_corrupt.append(CorruptRecord(path=path, reason=reason))
 
 
 def record_fallback(graph: str, reason: str) -> None:
+    """Records a graph that failed to compile and runs eagerly."""
     with _lock:
-        _state.fallbacks.append({"graph": graph, "reason": reason})
+        _state.fallbacks.append(FallbackRecord(graph=graph, reason=reason))
 
 
 def record_graph(frame_id: int | None, attempt: int | None, function: str,
@@ -171,12 +226,8 @@ def record_graph(frame_id: int | None, attempt: int | None, function: str,
         s.frame_names.setdefault(frame_id, function)
         if attempt and history:
             changed = _diff(history[-1], signature)
-            s.recompiles.append({
-                "function": function,
-                "compile_id": f"{frame_id}/{attempt}",
-                "guard": guard or "",
-                "changed": changed,
-            })
+            s.recompiles.append(RecompileRecord(function=function, compile_id=f"{frame_id}/{attempt}",
+                                                guard=guard or "", changed=changed))
             n = sum(1 for r in s.recompiles if r["compile_id"].split("/")[0] == str(frame_id))
             threshold = recompile_warn_threshold()
             if threshold and n >= threshold and frame_id not in s.warned_frames:
@@ -187,19 +238,20 @@ def record_graph(frame_id: int | None, attempt: int | None, function: str,
         warnings.warn(warn_msg, RecompileWarning, stacklevel=3)
 
 
-def _diff(before, after) -> list[dict[str, Any]]:
+def _diff(before: list[tuple[str, tuple[int, ...]]],
+          after: list[tuple[str, tuple[int, ...]]]) -> list[ChangedDim]:
     old = dict(before)
-    out = []
+    out: list[ChangedDim] = []
     for name, shape in after:
         prev = old.get(name)
         if prev is None:
             continue
         if len(prev) != len(shape):
-            out.append({"input": name, "dim": None, "before": list(prev), "after": list(shape)})
+            out.append(ChangedDim(input=name, dim=None, before=list(prev), after=list(shape)))
             continue
         for d, (a, b) in enumerate(zip(prev, shape)):
             if a != b:
-                out.append({"input": name, "dim": d, "before": a, "after": b})
+                out.append(ChangedDim(input=name, dim=d, before=a, after=b))
     return out
 
 

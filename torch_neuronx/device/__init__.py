@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import _C, _state
-from .._device_index import device_index
+from .._device_index import DeviceLike, device_index
 from ..runtime.platforms import PLATFORMS
 from .memory import (
     empty_cache,
@@ -85,7 +85,7 @@ def current_device() -> int:
     return _C._current_device()
 
 
-def set_device(device) -> None:
+def set_device(device: DeviceLike) -> None:
     """Sets the calling thread's current device.
 
     Raises:
@@ -101,7 +101,7 @@ class device:
     Accepts an int, ``"neuron:i"``, a ``torch.device`` or ``None`` (no-op).
     """
 
-    def __init__(self, device):
+    def __init__(self, device: DeviceLike) -> None:
         self.idx = None if device is None else device_index(device)
         self.prev_idx = -1
 
@@ -120,7 +120,7 @@ class device:
 class device_of(device):
     """Context manager that makes the device of tensor ``obj`` current (no-op for CPU tensors)."""
 
-    def __init__(self, obj):
+    def __init__(self, obj: torch.Tensor) -> None:
         super().__init__(obj.get_device() if obj.device.type == "neuron" else None)
 
 

@@ -13,45 +13,45 @@ from typing import Any
 import torch
 
 from .. import _C
-from .._device_index import device_index
+from .._device_index import DeviceLike, device_index
 
 
-def memory_allocated(device=None) -> int:
+def memory_allocated(device: DeviceLike = None) -> int:
     """Bytes held by live ``neuron`` tensors on ``device`` (default: current)."""
     return _C._memory_allocated(device_index(device))
 
 
-def max_memory_allocated(device=None) -> int:
+def max_memory_allocated(device: DeviceLike = None) -> int:
     """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`, bytes."""
     return _C._memory_counters(device_index(device))["peak_allocated"]
 
 
-def memory_reserved(device=None) -> int:
+def memory_reserved(device: DeviceLike = None) -> int:
     """Bytes reserved on ``device``'s HBM (allocated, rounded to 64-byte granules)."""
     return _C._memory_counters(device_index(device))["reserved"]
 
 
-def max_memory_reserved(device=None) -> int:
+def max_memory_reserved(device: DeviceLike = None) -> int:
     """Peak of :func:`memory_reserved`, bytes."""
     return _C._memory_counters(device_index(device))["peak_reserved"]
 
 
-def reset_peak_memory_stats(device=None) -> None:
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Resets the peaks reported by ``max_memory_*`` to the current values."""
     torch._C._accelerator_resetPeakStats(device_index(device))
 
 
-def reset_max_memory_allocated(device=None) -> None:
+def reset_max_memory_allocated(device: DeviceLike = None) -> None:
     """Same as :func:`reset_peak_memory_stats` (CUDA's older name)."""
     reset_peak_memory_stats(device)
 
 
-def reset_accumulated_memory_stats(device=None) -> None:
+def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
     """Resets the cumulative counters (allocations, frees, OOMs) of ``device``."""
     torch._C._accelerator_resetAccumulatedStats(device_index(device))
 
 
-def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) -> None:
     """Caps this process's use of ``device``'s HBM at ``fraction`` (0, 1] of its capacity.
 
     Allocations past the cap raise ``torch.OutOfMemoryError``, as with CUDA.
@@ -62,12 +62,12 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
     _C._set_memory_fraction(device_index(device), float(fraction))
 
 
-def memory_cached(device=None) -> int:
+def memory_cached(device: DeviceLike = None) -> int:
     """Deprecated CUDA name of :func:`memory_reserved`."""
     return memory_reserved(device)
 
 
-def max_memory_cached(device=None) -> int:
+def max_memory_cached(device: DeviceLike = None) -> int:
     """Deprecated CUDA name of :func:`max_memory_reserved`."""
     return max_memory_reserved(device)
 
@@ -80,12 +80,12 @@ def empty_cache() -> None:
     """
 
 
-def mem_get_info(device=None) -> tuple[int, int]:
+def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """``(free, total)`` HBM bytes of ``device``: total is the core's capacity."""
     return tuple(torch._C._accelerator_getMemoryInfo(device_index(device)))
 
 
-def memory_stats(device=None) -> "OrderedDict[str, Any]":
+def memory_stats(device: DeviceLike = None) -> "OrderedDict[str, Any]":
     """CUDA-shaped allocator statistics of ``device`` (``"allocated_bytes.all.current"``, ...).
 
     Adds ``"hbm_capacity_bytes"`` and ``"num_ooms"``.
@@ -105,7 +105,7 @@ def _fmt(n: int) -> str:
     return f"{n:8d} B  "
 
 
-def memory_summary(device=None, abbreviated: bool = False) -> str:
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
     """A readable table of ``device``'s memory use, like ``torch.cuda.memory_summary``."""
     from .properties import get_device_properties
 

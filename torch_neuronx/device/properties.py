@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import _state
-from .._device_index import device_index
+from .._device_index import DeviceLike, device_index
 from ..runtime.platforms import SOURCES
 
 
@@ -65,7 +65,7 @@ class NeuronDeviceProperties:
         )
 
 
-def get_device_properties(device=None) -> NeuronDeviceProperties:
+def get_device_properties(device: DeviceLike = None) -> NeuronDeviceProperties:
     """Properties of ``device`` (``int``, ``"neuron:1"``, ``torch.device``; default current).
 
     Raises:
@@ -100,12 +100,12 @@ def get_device_properties(device=None) -> NeuronDeviceProperties:
     )
 
 
-def get_device_name(device=None) -> str:
+def get_device_name(device: DeviceLike = None) -> str:
     """Name of ``device``, e.g. ``"Trainium2 NeuronCore-v3 (LNC=2)"``."""
     return get_device_properties(device).name
 
 
-def get_device_capability(device=None) -> tuple[int, int]:
+def get_device_capability(device: DeviceLike = None) -> tuple[int, int]:
     """(major, minor) of the NeuronCore generation: (3, 0) for NeuronCore-v3."""
     props = get_device_properties(device)
     return (int(props.core_version.rsplit("v", 1)[-1]), 0)

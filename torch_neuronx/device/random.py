@@ -10,10 +10,10 @@ from typing import Iterable
 import torch
 
 from .. import _C
-from .._device_index import device_index
+from .._device_index import DeviceLike, device_index
 
 
-def _generator(device=None) -> torch.Generator:
+def _generator(device: DeviceLike = None) -> torch.Generator:
     return _C._default_generator(device_index(device))
 
 
@@ -21,7 +21,7 @@ def _all_indices() -> range:
     return range(_C._device_count())
 
 
-def default_generator(device=None) -> torch.Generator:
+def default_generator(device: DeviceLike = None) -> torch.Generator:
     """The default ``torch.Generator`` of ``device`` (default: current)."""
     return _generator(device)
 
@@ -54,12 +54,12 @@ def initial_seed() -> int:
     return _generator().initial_seed()
 
 
-def get_rng_state(device="neuron") -> torch.Tensor:
+def get_rng_state(device: DeviceLike = "neuron") -> torch.Tensor:
     """The 16-byte uint8 CPU tensor (seed, offset) of ``device``'s generator."""
     return _generator(device).get_state()
 
 
-def set_rng_state(new_state: torch.Tensor, device="neuron") -> None:
+def set_rng_state(new_state: torch.Tensor, device: DeviceLike = "neuron") -> None:
     """Restores a state returned by :func:`get_rng_state`.
 
     Raises:

@@ -11,7 +11,7 @@ import contextlib
 
 import torch
 
-from .._device_index import device_index
+from .._device_index import DeviceLike, device_index
 
 
 class Stream(torch.Stream):
@@ -22,7 +22,7 @@ class Stream(torch.Stream):
         priority: accepted for CUDA compatibility (FSDP2 passes -1); ignored.
     """
 
-    def __new__(cls, device=None, priority: int = 0, **kwargs):
+    def __new__(cls, device: DeviceLike = None, priority: int = 0, **kwargs):
         index = device_index(device)
         return super().__new__(cls, device=torch.device("neuron", index), priority=priority, **kwargs)
 
@@ -54,12 +54,12 @@ class Event(metaclass=_NeuronEventMeta):
         )
 
 
-def current_stream(device=None) -> torch.Stream:
+def current_stream(device: DeviceLike = None) -> torch.Stream:
     """The calling thread's current stream on ``device``."""
     return torch.accelerator.current_stream(device_index(device))
 
 
-def default_stream(device=None) -> torch.Stream:
+def default_stream(device: DeviceLike = None) -> torch.Stream:
     """The default stream (id 0) of ``device``."""
     index = device_index(device)
     return torch.Stream(stream_id=0, device_index=index, device_type=_NEURON_DEVICE_TYPE)
@@ -89,7 +89,7 @@ def stream(s: torch.Stream | None):
         set_stream(previous)
 
 
-def synchronize(device=None) -> None:
+def synchronize(device: DeviceLike = None) -> None:
     """Waits for all work on ``device``: returns at once, as every op already finished.
 
     Raises:

@@ -28,16 +28,20 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
-from typing import Sequence
+from typing import Any, Callable, Sequence, Union
 
 import torch
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import AllgatherOptions  # not re-exported by torch.distributed
 
 from . import health
 from .aliases import cpu_alias
 from .work import NeuronWork
 
 BACKEND_NAME = "neuron"
+
+#: A collective's tensor argument: one tensor, a list, or a list of lists (per-rank lists).
+_Tensors = Union[torch.Tensor, Sequence["_Tensors"]]
 
 
 class _Staging:
@@ -64,9 +68,29 @@ class _Staging:
         self.copy_back.append((t, staged))
         return cpu_alias(staged)
 
+    def inputs(self, tensors: _Tensors) -> _Tensors:
+        """:meth:`input` over a tensor, a list of tensors or a list of lists."""
+        if isinstance(tensors, torch.Tensor):
+            return self.input(tensors)
+        return [self.inputs(t) for t in tensors]
+
+    def outputs(self, tensors: _Tensors, read: bool) -> _Tensors:
+        """:meth:`output` over a tensor, a list of tensors or a list of lists."""
+        if isinstance(tensors, torch.Tensor):
+            return self.output(tensors, read)
+        return [self.outputs(t, read) for t in tensors]
+
     def finish(self) -> None:
+        """Copies each staged output back into its non-contiguous target."""
         for target, staged in self.copy_back:
             target.copy_(staged)
+
+
+def _flat(tensors: _Tensors) -> list[torch.Tensor]:
+    """The tensors of a tensor, a list of tensors or a list of lists, in order."""
+    if isinstance(tensors, torch.Tensor):
+        return [tensors]
+    return [t for item in tensors for t in _flat(item)]
 
 
 class NeuronProcessGroup(dist.ProcessGroup):
@@ -165,19 +189,57 @@ class NeuronProcessGroup(dist.ProcessGroup):
             )
         return dist.DistBackendError(msg)
 
-    def _work(self, op: str, works, result, staging: _Staging | None = None) -> NeuronWork:
-        finish = staging.finish if staging is not None and staging.copy_back else None
-        work = NeuronWork(
-            works if isinstance(works, (list, tuple)) else [works],
-            result,
-            finish=finish,
-            op=op,
-            explain=self._explain,
-            keepalive=staging,
-        )
+    def _work(
+        self,
+        op: str,
+        works: Sequence[dist.Work],
+        result: list[torch.Tensor],
+        *,
+        finish: Callable[[], None] | None = None,
+        keepalive: object = None,
+    ) -> NeuronWork:
+        """The handle of ``op`` over gloo ``works`` (recorded while coalescing)."""
+        work = NeuronWork(works, result, finish=finish, op=op, explain=self._explain, keepalive=keepalive)
         if self._coalesced is not None:
             self._coalesced.append(work)
         return work
+
+    def _collective(
+        self,
+        op: str,
+        gloo_fn: Callable[..., dist.Work],
+        *,
+        outputs: _Tensors | None = None,
+        inputs: _Tensors | None = None,
+        read: bool = False,
+        extra: tuple[Any, ...] = (),
+        opts: Any = None,
+        opts_type: Callable[[], Any] | None = None,
+        result: list[torch.Tensor] | None = None,
+    ) -> NeuronWork:
+        """Runs one collective on CPU aliases of its tensors and returns its handle.
+
+        Calls ``gloo_fn(output aliases, input aliases, *extra, opts)``, leaving out the outputs or
+        inputs when None and ``opts`` when ``opts_type`` is None (``opts`` defaults to
+        ``opts_type()``). ``outputs`` and ``inputs`` are a tensor, a list or a list of lists;
+        ``read`` says the collective also reads its outputs (in-place reductions). Non-contiguous
+        outputs are staged and copied back when the work completes. The future resolves to
+        ``result`` (default: the outputs, flattened).
+        """
+        st = _Staging()
+        args: list[Any] = []
+        if outputs is not None:
+            args.append(st.outputs(outputs, read))
+        if inputs is not None:
+            args.append(st.inputs(inputs))
+        args.extend(extra)
+        if opts_type is not None:
+            args.append(opts if opts is not None else opts_type())
+        work = gloo_fn(*args)
+        if result is None:
+            result = _flat(outputs) if outputs is not None else []
+        return self._work(op, [work], result, finish=st.finish if st.copy_back else None,
+                          keepalive=st if st.copy_back or st.keep else None)
 
     # --------------------------------------------------------------- reductions
     def allreduce(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
@@ -186,41 +248,28 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             RuntimeError: from gloo for ``PREMUL_SUM`` or a dtype it cannot reduce.
         """
-        opts = opts if opts is not None else dist.AllreduceOptions()
-        if all(t.is_contiguous() for t in tensors):  # the common case: no staging
-            return self._work("all_reduce", self._gloo.allreduce([cpu_alias(t) for t in tensors], opts), tensors)
-        st = _Staging()
-        aliases = [st.output(t, read=True) for t in tensors]
-        return self._work("all_reduce", self._gloo.allreduce(aliases, opts), tensors, st)
+        return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
+                                opts=opts, opts_type=dist.AllreduceOptions)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
         """All-reduce a list of same-dtype tensors in one transfer."""
-        opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
-        st = _Staging()
-        aliases = [st.output(t, read=True) for t in tensors]
-        return self._work("all_reduce_coalesced", self._gloo.allreduce_coalesced(aliases, opts), tensors, st)
+        return self._collective("all_reduce_coalesced", self._gloo.allreduce_coalesced, outputs=tensors,
+                                read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions)
 
     def reduce(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
         """Reduce into ``tensors[0]`` of rank ``opts.rootRank`` (others' tensors are scratch)."""
-        opts = opts if opts is not None else dist.ReduceOptions()
-        st = _Staging()
-        aliases = [st.output(t, read=True) for t in tensors]
-        return self._work("reduce", self._gloo.reduce(aliases, opts), tensors, st)
+        return self._collective("reduce", self._gloo.reduce, outputs=tensors, read=True,
+                                opts=opts, opts_type=dist.ReduceOptions)
 
     def reduce_scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]], opts=None):
         """Reduce ``input_lists[0][i]`` over ranks into rank i's ``outputs[0]``."""
-        opts = opts if opts is not None else dist.ReduceScatterOptions()
-        st = _Staging()
-        outs = [st.output(t, read=False) for t in outputs]
-        ins = [[st.input(t) for t in lst] for lst in input_lists]
-        return self._work("reduce_scatter", self._gloo.reduce_scatter(outs, ins, opts), outputs, st)
+        return self._collective("reduce_scatter", self._gloo.reduce_scatter, outputs=outputs, inputs=input_lists,
+                                opts=opts, opts_type=dist.ReduceScatterOptions)
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts=None) -> NeuronWork:
         """``reduce_scatter_tensor``: input ``(size·n, ...)`` → output ``(n, ...)``, chunk = rank."""
-        opts = opts if opts is not None else dist.ReduceScatterOptions()
-        st = _Staging()
-        out, inp = st.output(output, read=False), st.input(input)
-        return self._work("reduce_scatter_tensor", self._gloo._reduce_scatter_base(out, inp, opts), [output], st)
+        return self._collective("reduce_scatter_tensor", self._gloo._reduce_scatter_base, outputs=output,
+                                inputs=input, opts=opts, opts_type=dist.ReduceScatterOptions)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -236,28 +285,18 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # ----------------------------------------------------------------- gathers
     def allgather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts=None):
         """``all_gather`` (lists): ``output_lists[0][r]`` ← rank r's ``inputs[0]``."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
-        st = _Staging()
-        outs = [[st.output(t, read=False) for t in lst] for lst in output_lists]
-        ins = [st.input(t) for t in inputs]
-        flat = [t for lst in output_lists for t in lst]
-        return self._work("all_gather", self._gloo.allgather(outs, ins, opts), flat, st)
+        return self._collective("all_gather", self._gloo.allgather, outputs=output_lists, inputs=inputs,
+                                opts=opts, opts_type=AllgatherOptions)
 
     def allgather_coalesced(self, output_lists, inputs, opts=None) -> NeuronWork:
         """``all_gather_coalesced``: one ``all_gather`` per input tensor, one handle."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
-        st = _Staging()
-        outs = [[st.output(t, read=False) for t in lst] for lst in output_lists]
-        ins = [st.input(t) for t in inputs]
-        flat = [t for lst in output_lists for t in lst]
-        return self._work("all_gather_coalesced", self._gloo.allgather_coalesced(outs, ins, opts), flat, st)
+        return self._collective("all_gather_coalesced", self._gloo.allgather_coalesced, outputs=output_lists,
+                                inputs=inputs, opts=opts, opts_type=AllgatherOptions)
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts=None) -> NeuronWork:
         """``all_gather_into_tensor``: input ``(n, ...)`` → output ``(size·n, ...)`` in rank order."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
-        st = _Staging()
-        out, inp = st.output(output, read=False), st.input(input)
-        return self._work("all_gather_into_tensor", self._gloo._allgather_base(out, inp, opts), [output], st)
+        return self._collective("all_gather_into_tensor", self._gloo._allgather_base, outputs=output,
+                                inputs=input, opts=opts, opts_type=AllgatherOptions)
 
     _allgather_base = all_gather_single
 
@@ -272,66 +311,47 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def gather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts=None):
         """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere)."""
-        opts = opts if opts is not None else dist.GatherOptions()
-        st = _Staging()
-        outs = [[st.output(t, read=False) for t in lst] for lst in output_lists]
-        ins = [st.input(t) for t in inputs]
-        flat = [t for lst in output_lists for t in lst]
-        return self._work("gather", self._gloo.gather(outs, ins, opts), flat, st)
+        return self._collective("gather", self._gloo.gather, outputs=output_lists, inputs=inputs,
+                                opts=opts, opts_type=dist.GatherOptions)
 
     def scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]], opts=None):
         """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``."""
-        opts = opts if opts is not None else dist.ScatterOptions()
-        st = _Staging()
-        outs = [st.output(t, read=False) for t in outputs]
-        ins = [[st.input(t) for t in lst] for lst in input_lists]
-        return self._work("scatter", self._gloo.scatter(outs, ins, opts), outputs, st)
+        return self._collective("scatter", self._gloo.scatter, outputs=outputs, inputs=input_lists,
+                                opts=opts, opts_type=dist.ScatterOptions)
 
     def broadcast(self, tensors: list[torch.Tensor], opts=None) -> NeuronWork:
         """``broadcast``: every rank's ``tensors[0]`` ← root's (``opts.rootRank``)."""
-        opts = opts if opts is not None else dist.BroadcastOptions()
-        st = _Staging()
-        aliases = [st.output(t, read=True) for t in tensors]
-        return self._work("broadcast", self._gloo.broadcast(aliases, opts), tensors, st)
+        return self._collective("broadcast", self._gloo.broadcast, outputs=tensors, read=True,
+                                opts=opts, opts_type=dist.BroadcastOptions)
 
     # -------------------------------------------------------------- all-to-all
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         """``all_to_all_single``: dim-0 slices of ``input`` (sizes ``input_split_sizes``, or
         equal) go to each rank; ``output`` receives rank r's slice at the r-th offset."""
-        opts = opts if opts is not None else dist.AllToAllOptions()
-        st = _Staging()
-        out, inp = st.output(output, read=False), st.input(input)
-        work = self._gloo.alltoall_base(out, inp, list(output_split_sizes), list(input_split_sizes), opts)
-        return self._work("all_to_all_single", work, [output], st)
+        return self._collective("all_to_all_single", self._gloo.alltoall_base, outputs=output, inputs=input,
+                                extra=(list(output_split_sizes), list(input_split_sizes)),
+                                opts=opts, opts_type=dist.AllToAllOptions)
 
     alltoall_base = all_to_all_single
 
     def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts=None) -> NeuronWork:
         """``all_to_all`` (lists): ``outputs[r]`` ← rank r's ``inputs[my rank]``."""
-        opts = opts if opts is not None else dist.AllToAllOptions()
-        st = _Staging()
-        outs = [st.output(t, read=False) for t in outputs]
-        ins = [st.input(t) for t in inputs]
-        return self._work("all_to_all", self._gloo.alltoall(outs, ins, opts), outputs, st)
+        return self._collective("all_to_all", self._gloo.alltoall, outputs=outputs, inputs=inputs,
+                                opts=opts, opts_type=dist.AllToAllOptions)
 
     # --------------------------------------------------------- point to point
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int) -> NeuronWork:
         """Sends ``tensors[0]`` to group rank ``dst``."""
-        st = _Staging()
-        aliases = [st.input(t) for t in tensors]
-        return self._work(f"send to rank {dst}", self._gloo.send(aliases, dst, tag), tensors, st)
+        return self._collective(f"send to rank {dst}", self._gloo.send, inputs=tensors, extra=(dst, tag),
+                                result=tensors)
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int) -> NeuronWork:
         """Receives into ``tensors[0]`` from group rank ``src``."""
-        st = _Staging()
-        aliases = [st.output(t, read=False) for t in tensors]
-        return self._work(f"recv from rank {src}", self._gloo.recv(aliases, src, tag), tensors, st)
+        return self._collective(f"recv from rank {src}", self._gloo.recv, outputs=tensors, extra=(src, tag))
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> NeuronWork:
         """Receives into ``tensors[0]`` from any rank (``work.source_rank()`` says which)."""
-        st = _Staging()
-        aliases = [st.output(t, read=False) for t in tensors]
-        return self._work("recv from any rank", self._gloo.recv_anysource(aliases, tag), tensors, st)
+        return self._collective("recv from any rank", self._gloo.recv_anysource, outputs=tensors, extra=(tag,))
 
     # ---------------------------------------------------------- synchronisation
     def barrier(self, opts=None) -> NeuronWork:
@@ -339,21 +359,21 @@ class NeuronProcessGroup(dist.ProcessGroup):
         gloo_opts = dist.BarrierOptions()
         if opts is not None:
             gloo_opts.timeout = opts.timeout
-        return self._work("barrier", self._gloo.barrier(gloo_opts), [])
+        return self._work("barrier", [self._gloo.barrier(gloo_opts)], [])
 
     def _many(self, op: str, works: list[NeuronWork]) -> NeuronWork:
         """One handle over several of this group's works (each finishes its own copies)."""
         if self._coalesced is not None:
             # The parts are already recorded; record the umbrella instead.
             del self._coalesced[-len(works):]
-        inner = [w for work in works for w in work._works]
-        result = [t for work in works for t in work._result]
+        transfers = [t for work in works for t in work.transfers]
+        result = [t for work in works for t in work.result()]
 
         def finish() -> None:
             for work in works:
-                work._complete()
+                work.finalize()
 
-        return self._work(op, inner, result, _FinishAll(finish))
+        return self._work(op, transfers, result, finish=finish)
 
     def _start_coalescing(self, device: torch.device) -> None:
         """Starts recording works for :meth:`_end_coalescing` (each collective is issued at once)."""
@@ -367,6 +387,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._many("coalesced", works)
 
     # --------------------------------------------------------------- lifecycle
+    def start_heartbeat(self, store: dist.Store) -> None:
+        """Starts this process's heartbeat in ``store`` (the default group's rendezvous store),
+        which lets every group name a rank that stopped; :meth:`shutdown` and :meth:`abort` of
+        this group stop it."""
+        health.start(store, self._global_ranks[self.rank()])
+        self._owns_heartbeat = True
+
     def set_timeout(self, timeout: timedelta) -> None:
         """Changes the bound on later collectives of this group."""
         self._timeout = timeout
@@ -384,12 +411,3 @@ class NeuronProcessGroup(dist.ProcessGroup):
             health.stop()
         self._gloo.abort()
 
-
-class _FinishAll:
-    """A staging stand-in whose ``finish`` completes several works."""
-
-    __slots__ = ("finish", "copy_back")
-
-    def __init__(self, finish) -> None:
-        self.finish = finish
-        self.copy_back = True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from . import health, rendezvous
+from . import rendezvous
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
 
@@ -35,8 +35,7 @@ def create_process_group(opts, backend_options=None) -> NeuronProcessGroup:
     pg = NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, global_ranks)
     if not dist.is_initialized():
         rendezvous.claim_core(opts.store, opts.group_rank, opts.group_size)
-        health.start(opts.store, global_ranks[opts.group_rank])
-        pg._owns_heartbeat = True
+        pg.start_heartbeat(opts.store)
     return pg
 
 

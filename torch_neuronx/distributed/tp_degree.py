@@ -3,9 +3,9 @@
 Colwise-sharding q/k/v projections over ``tp_size`` ranks gives each rank
 ``heads / tp_size`` heads, so ``tp_size`` must divide both the number of
 attention heads and the number of key/value heads (grouped-query attention).
-On Trainium a TP degree that does not divide the KV heads is one of the limits
-users hit (TRAINIUM.md, "Limits users hit"); this check says which count fails
-before any weight is sharded.
+On Trainium a TP degree that does not divide the KV heads is a common failure,
+and transformers itself only fails later, in the forward; this check says which
+count fails before any weight is sharded.
 """
 from __future__ import annotations
 

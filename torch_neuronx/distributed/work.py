@@ -51,7 +51,17 @@ class NeuronWork(dist.Work):
         self._finished = False
         self._error: BaseException | None = None
 
-    def _complete(self) -> None:
+    @property
+    def transfers(self) -> tuple[dist.Work, ...]:
+        """The gloo works doing this collective's transfers (empty for a no-op)."""
+        return tuple(self._works)
+
+    def finalize(self) -> None:
+        """Runs the finish step (staging copies) once; later calls do nothing.
+
+        Call it only after every transfer completed: :meth:`wait` and the future do, and a
+        handle over several works (coalescing) calls it on each of its parts.
+        """
         with self._lock:
             if not self._finished:
                 if self._finish is not None:
@@ -88,13 +98,13 @@ class NeuronWork(dist.Work):
                     work.wait(timeout)
         except Exception as err:  # noqa: BLE001  (rewritten, re-raised)
             self._raise(err)
-        self._complete()
+        self.finalize()
         return True
 
     def get_future(self) -> torch.futures.Future:
         """A future resolving to the output tensors once the collective completed."""
         if not self._works:
-            self._complete()
+            self.finalize()
             fut: torch.futures.Future = torch.futures.Future()
             fut.set_result(self._result)
             return fut
@@ -109,7 +119,7 @@ class NeuronWork(dist.Work):
                         v.value()
             except Exception as err:  # noqa: BLE001
                 self._raise(err)
-            self._complete()
+            self.finalize()
             return self._result
 
         return combined.then(done)

@@ -9,13 +9,11 @@ written outside the view). Prints "CHECKS <n>" and exits 0 when all passed.
 """
 from __future__ import annotations
 
-import sys
 
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from common import init, say  # noqa: E402
+from .common import init, say
 
 DEV = init()
 RANK, WORLD = dist.get_rank(), dist.get_world_size()

@@ -1,7 +1,6 @@
-"""Shared setup of the torchrun workers: backend registration and the process group."""
+"""Shared setup of the torchrun workers: the process group and rank-prefixed output."""
 from __future__ import annotations
 
-import os
 import sys
 from datetime import timedelta
 
@@ -10,11 +9,8 @@ import torch.distributed as dist
 
 
 def init(timeout_s: float = 60.0) -> torch.device:
-    """Registers backend "neuron" (until the autoload does it), joins the default group,
-    returns this rank's device (neuron:<LOCAL_RANK>)."""
-    import torch_neuronx.distributed
-
-    torch_neuronx.distributed.register()
+    """Joins the default group with backend "neuron" (registered by ``import torch``'s autoload)
+    and returns this rank's device (neuron:<LOCAL_RANK>)."""
     dist.init_process_group("neuron", timeout=timedelta(seconds=timeout_s))
     return torch.device("neuron", torch.neuron.current_device())
 

@@ -2,7 +2,7 @@
 --monitor-interval long enough that the launcher does not kill the survivors
 first).
 
-Usage: failure.py VICTIM [--no-timeout-phase]
+Usage (under torchrun): -m tests.distributed.workers.failure VICTIM [--no-timeout-phase]
 
 1. Timeout honoured (unless --no-timeout-phase): on a new_group with a 3 s timeout, rank 0 all-reduces
    alone (the others never join). Rank 0 prints ``TIMEOUT <seconds> <message>``.
@@ -22,8 +22,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.dirname(__file__))
-from common import init, say  # noqa: E402
+from .common import init, say
 
 PG_TIMEOUT_S = 10.0
 DEV = init(timeout_s=PG_TIMEOUT_S)

@@ -3,13 +3,11 @@ NEURON_RT_ROOT_COMM_ID (as ``ENV <device> <visible> <root comm id>``)."""
 from __future__ import annotations
 
 import os
-import sys
 
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.dirname(__file__))
-from common import init, say  # noqa: E402
+from .common import init, say
 
 assert "NEURON_RT_VISIBLE_CORES" not in os.environ or os.environ["NEURON_RT_VISIBLE_CORES"] == "0"
 dev = init()

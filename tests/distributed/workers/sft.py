@@ -1,7 +1,7 @@
 """transformers DistributedConfig(tp_size=2, fsdp_size=2, tp_plan="auto") + TRL SFTTrainer on
 4 ranks over backend "neuron".
 
-Usage: sft.py CHECKPOINT_DIR OUT_DIR
+Usage (under torchrun): -m tests.distributed.workers.sft CHECKPOINT_DIR OUT_DIR
 
 1. ``from_pretrained(CHECKPOINT_DIR, distributed_config=...)``: transformers initialises the
    process group with backend "neuron", builds the (fsdp=2, tp=2) mesh, shards on meta and
@@ -21,22 +21,13 @@ import sys
 
 import torch
 import torch.distributed as dist
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, DistributedConfig
+from trl import SFTConfig, SFTTrainer
 
-import torch_neuronx.distributed
-
-torch_neuronx.distributed.register()  # until torch_neuronx's autoload does it
-
-from datasets import Dataset  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer, DistributedConfig  # noqa: E402
-from trl import SFTConfig, SFTTrainer  # noqa: E402
+from .common import say
 
 CKPT, OUT = sys.argv[1], sys.argv[2]
-
-
-def say(*parts) -> None:
-    """One line prefixed with the rank, in a single write() (no interleaving)."""
-    sys.stdout.write(" ".join([f"[rank {dist.get_rank()}]", *map(str, parts)]) + "\n")
-    sys.stdout.flush()
 
 
 tokenizer = AutoTokenizer.from_pretrained(CKPT)

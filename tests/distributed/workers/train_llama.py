@@ -8,7 +8,7 @@ rank one sample of a 4-sample batch; TP gives every rank the whole batch. Rank
 single-process reference). Each step prints ``LOSS <mode> <step> <loss>
 <reference>``; the global loss is the mean of the ranks' losses.
 
-Usage: train_llama.py MODE [MODE ...]   (ddp, fsdp1, fsdp2, tp)
+Usage (under torchrun): -m tests.distributed.workers.train_llama MODE [MODE ...]   (ddp, fsdp1, fsdp2, tp)
 """
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.dirname(__file__))
-from common import init, say  # noqa: E402
+from .common import init, say
 
 DEV = init()
 RANK, WORLD = dist.get_rank(), dist.get_world_size()

@@ -1,0 +1,104 @@
+#include "aten/Alias.h"
+
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
+
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstring>
+
+namespace torch_neuronx {
+namespace {
+
+void release_storage_ref(void* ctx) {
+  c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
+}
+
+// Sizes, strides, offset and the conj/neg bits of `from` onto `to`.
+void copy_view_metadata(const at::Tensor& to, const at::Tensor& from) {
+  c10::TensorImpl* impl = to.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  if (from.is_conj()) {
+    impl->_set_conj(true);
+  }
+  if (from.is_neg()) {
+    impl->_set_neg(true);
+  }
+}
+
+} // namespace
+
+c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
+  c10::StorageImpl* impl = neuron_storage.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(impl);
+  c10::DataPtr ptr(
+      const_cast<void*>(impl->data()), impl, &release_storage_ref, c10::Device(c10::kCPU));
+  return c10::Storage(
+      c10::Storage::use_byte_size_t(),
+      impl->nbytes(),
+      std::move(ptr),
+      routing_cpu_allocator(),
+      /*resizable=*/true);
+}
+
+at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  copy_view_metadata(alias, t);
+  return alias;
+}
+
+at::Tensor cpu_alias(const at::Tensor& t) {
+  return cpu_alias(t, cpu_alias_storage(t.storage()));
+}
+
+at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage) {
+  // The non-VIEW constructor adds the autograd keys for the backend.
+  auto out = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(neuron_storage),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      cpu_view.dtype());
+  copy_view_metadata(out, cpu_view);
+  return out;
+}
+
+at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
+  if (!cpu_result.defined() || cpu_result.device().type() == kNeuron) {
+    return cpu_result;
+  }
+  TORCH_INTERNAL_ASSERT(
+      cpu_result.device().is_cpu(), "neuron fallback: unexpected result on ", cpu_result.device());
+  TORCH_CHECK(
+      cpu_result.layout() == c10::kStrided,
+      "neuron supports only dense (strided) tensors, but this op produced a ", cpu_result.layout(),
+      " tensor. NeuronCores have no sparse tensor support: keep sparse tensors on the CPU "
+      "(or call .to_dense() before moving to neuron).");
+  c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
+  const c10::Device target(kNeuron, device);
+  c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();
+  if (is_accounted_deleter(ptr.get_deleter())) {
+    // Fresh device memory allocated by the CPU kernel: relabel it.
+    ptr.unsafe_set_device(target);
+    storage->set_allocator(neuron_allocator());
+    return neuron_view(cpu_result, cpu_result.storage());
+  }
+  if (ptr.device().type() == kNeuron) {
+    return neuron_view(cpu_result, cpu_result.storage());
+  }
+  // Memory that did not come from the device allocator (a cached host
+  // tensor, or allocated on another thread): copy it into device memory.
+  const size_t nbytes = storage->nbytes();
+  c10::Storage fresh(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      allocate_accounted(nbytes, device, target),
+      neuron_allocator(),
+      /*resizable=*/true);
+  if (nbytes > 0) {
+    std::memcpy(fresh.mutable_data(), storage->data(), nbytes);
+  }
+  return neuron_view(cpu_result, fresh);
+}
+
+} // namespace torch_neuronx

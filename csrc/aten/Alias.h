@@ -1,0 +1,27 @@
+// Zero-copy CPU aliases of neuron tensors, and the way back: a CPU kernel's
+// result becomes a neuron tensor without a copy. Every eager op of the
+// software NeuronCore goes through these two functions.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Storage.h>
+
+namespace torch_neuronx {
+
+// A CPU storage on the same bytes as `neuron_storage`, keeping it alive.
+c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage);
+
+// A CPU tensor on the same bytes, sizes, strides, offset and conj/neg bits as
+// the neuron tensor `t`, using `storage` (from cpu_alias_storage) if given.
+at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage);
+at::Tensor cpu_alias(const at::Tensor& t);
+
+// A neuron tensor with the same metadata as `cpu_view` on `neuron_storage`.
+at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage);
+
+// Turns a CPU result into neuron memory on `device`: zero-copy when its bytes
+// were allocated through the accounting allocator (inside RouteAllocationsTo),
+// otherwise copied into freshly accounted memory.
+at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device);
+
+} // namespace torch_neuronx

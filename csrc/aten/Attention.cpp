@@ -1,0 +1,204 @@
+// Scaled dot-product attention on `neuron`. Without a choice of its own a
+// PrivateUse1 device takes SDPA's unfused math path (bmm, softmax and mask
+// ops one by one); here the device picks the fused "overrideable" kernel
+// whenever PyTorch's CPU flash-attention kernel applies, and runs that kernel
+// on zero-copy aliases, forward and backward. Grouped-query attention
+// (fewer key/value heads) is handled by expanding K/V and summing their
+// gradients back over each group.
+#include "aten/Alias.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
+
+#include <ATen/Functions.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/native/transformers/sdp_utils_cpp.h>
+#include <ATen/ops/_fused_sdp_choice_native.h>
+#include <torch/library.h>
+
+namespace torch_neuronx {
+namespace {
+
+int64_t neuron_sdp_choice(
+    const at::Tensor& query,
+    const at::Tensor& key,
+    const at::Tensor& value,
+    const std::optional<at::Tensor>& attn_mask,
+    double dropout_p,
+    bool is_causal,
+    std::optional<double> scale,
+    bool enable_gqa) {
+  constexpr int64_t kMath = static_cast<int64_t>(sdp::SDPBackend::math);
+  constexpr int64_t kFlash = static_cast<int64_t>(sdp::SDPBackend::flash_attention);
+  constexpr int64_t kOverrideable = static_cast<int64_t>(sdp::SDPBackend::overrideable);
+  // Dropout draws from the device generator only on the math path; masks
+  // that need a gradient are not produced by the fused kernel.
+  if (dropout_p > 0.0 || (attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad())) {
+    return kMath;
+  }
+  if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) {
+    return kMath;
+  }
+  // Operands on other devices take the math path, whose ops raise PyTorch's
+  // same-device error.
+  if (key.device() != query.device() || value.device() != query.device() ||
+      (attn_mask.has_value() && attn_mask->defined() && attn_mask->device() != query.device())) {
+    return kMath;
+  }
+  const bool grouped = query.size(1) != key.size(1);
+  if (grouped && (!enable_gqa || key.size(1) == 0 || query.size(1) % key.size(1) != 0 ||
+                  key.size(1) != value.size(1))) {
+    return kMath;
+  }
+  // PyTorch's CPU choice reads metadata only, so it runs on the neuron (or,
+  // under torch.compile, fake) tensors themselves.
+  const int64_t cpu_choice = at::native::_fused_sdp_choice_cpp(
+      query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  return cpu_choice == kFlash ? kOverrideable : kMath;
+}
+
+// The layout the meta kernels promise (torch/_meta_registrations.py): outputs
+// laid out like `like` (same stride order). torch.compile checks it.
+at::Tensor match_layout(const at::Tensor& result, const at::Tensor& like) {
+  if (like.is_non_overlapping_and_dense() ? result.strides() == like.strides()
+                                          : result.is_contiguous()) {
+    return result;
+  }
+  at::Tensor out = at::empty_like(like, like.options().dtype(result.scalar_type()));
+  out.copy_(result);
+  return out;
+}
+
+at::Tensor repeat_heads(const at::Tensor& t, int64_t rep) {
+  if (rep == 1) {
+    return t;
+  }
+  return t.repeat_interleave(rep, /*dim=*/1);
+}
+
+at::Tensor sum_heads(const at::Tensor& grad, int64_t kv_heads) {
+  const int64_t rep = grad.size(1) / kv_heads;
+  if (rep == 1) {
+    return grad;
+  }
+  return grad.view({grad.size(0), kv_heads, rep, grad.size(2), grad.size(3)}).sum(2);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+sdpa_overrideable(
+    const at::Tensor& query,
+    const at::Tensor& key,
+    const at::Tensor& value,
+    const std::optional<at::Tensor>& attn_bias,
+    double dropout_p,
+    bool is_causal,
+    bool return_debug_mask,
+    std::optional<double> scale) {
+  static const char kName[] = "aten::_scaled_dot_product_fused_attention_overrideable";
+  track_op(static_cast<const void*>(kName), kName, false);
+  TORCH_CHECK(dropout_p == 0.0, "neuron fused attention: dropout must be 0 (the math path handles dropout)");
+  const c10::DeviceIndex device = check_device(query.device().index());
+  std::optional<at::Tensor> mask;
+  if (attn_bias.has_value() && attn_bias->defined()) {
+    TORCH_CHECK(
+        attn_bias->device() == query.device(),
+        "Expected all tensors to be on the same device, but found at least two devices, ",
+        query.device(), " and ", attn_bias->device(),
+        "! (when checking argument for argument 'attn_mask' in scaled_dot_product_attention). "
+        "Move the mask to the query's device.");
+    mask = cpu_alias(*attn_bias);
+  }
+  at::Tensor out;
+  at::Tensor lse;
+  {
+    RouteAllocationsTo route(device);
+    const int64_t rep = query.size(1) / key.size(1);
+    at::Tensor q = cpu_alias(query);
+    std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
+        q, repeat_heads(cpu_alias(key), rep), repeat_heads(cpu_alias(value), rep),
+        dropout_p, is_causal, mask, scale);
+    if (value.size(-1) == query.size(-1)) {
+      out = match_layout(out, q);
+    } else if (query.is_contiguous()) {
+      out = out.contiguous();
+    }
+    lse = lse.contiguous();
+  }
+  const auto opts = query.options();
+  return {
+      to_neuron_result(out, device),
+      to_neuron_result(lse, device),
+      at::Tensor(),
+      at::Tensor(),
+      c10::SymInt(query.size(2)),
+      c10::SymInt(key.size(2)),
+      // 0-d philox seed/offset and no debug mask, as the meta kernel promises (Inductor
+      // asserts the sizes of every output of a compiled training graph).
+      at::empty({}, opts.dtype(at::kLong)),
+      at::empty({}, opts.dtype(at::kLong)),
+      at::Tensor()};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
+    const at::Tensor& grad_out,
+    const at::Tensor& query,
+    const at::Tensor& key,
+    const at::Tensor& value,
+    const at::Tensor& attn_bias,
+    std::array<bool, 4> grad_input_mask,
+    const at::Tensor& out,
+    const at::Tensor& logsumexp,
+    const at::Tensor& /*cum_seq_q*/,
+    const at::Tensor& /*cum_seq_k*/,
+    c10::SymInt /*max_q*/,
+    c10::SymInt /*max_k*/,
+    double dropout_p,
+    bool is_causal,
+    const at::Tensor& /*philox_seed*/,
+    const at::Tensor& /*philox_offset*/,
+    std::optional<double> scale) {
+  static const char kName[] = "aten::_scaled_dot_product_fused_attention_overrideable_backward";
+  track_op(static_cast<const void*>(kName), kName, false);
+  TORCH_CHECK(
+      !grad_input_mask[3],
+      "neuron fused attention cannot produce a gradient for attn_mask; such calls use the math path");
+  const c10::DeviceIndex device = check_device(query.device().index());
+  std::optional<at::Tensor> mask;
+  if (attn_bias.defined()) {
+    mask = cpu_alias(attn_bias);
+  }
+  at::Tensor gq;
+  at::Tensor gk;
+  at::Tensor gv;
+  {
+    RouteAllocationsTo route(device);
+    const int64_t kv_heads = key.size(1);
+    const int64_t rep = query.size(1) / kv_heads;
+    std::tie(gq, gk, gv) = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        cpu_alias(grad_out), cpu_alias(query), repeat_heads(cpu_alias(key), rep),
+        repeat_heads(cpu_alias(value), rep), cpu_alias(out), cpu_alias(logsumexp), dropout_p,
+        is_causal, mask, scale);
+    gq = match_layout(gq, cpu_alias(query));
+    gk = match_layout(sum_heads(gk, kv_heads), cpu_alias(key));
+    gv = match_layout(sum_heads(gv, kv_heads), cpu_alias(value));
+  }
+  return {
+      to_neuron_result(gq, device),
+      to_neuron_result(gk, device),
+      to_neuron_result(gv, device),
+      at::Tensor()};
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_scaled_dot_product_fused_attention_overrideable", sdpa_overrideable);
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", sdpa_overrideable_backward);
+}
+
+} // namespace torch_neuronx
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_neuronx::neuron_sdp_choice);
+} // namespace at::native

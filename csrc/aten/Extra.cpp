@@ -1,0 +1,62 @@
+// Ops whose CPU kernel lacks something a device is expected to offer, so
+// they get a neuron kernel of their own instead of the boxed fallback.
+//
+// histc on integer tensors: CUDA supports it and transformers' MoE routing
+// calls it on any device that is not CPU/MPS (integrations/moe.py); the CPU
+// kernel has no integer version, so the counts are taken in float64 on the
+// host alias and returned in the input's dtype, as CUDA returns them.
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
+
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+namespace torch_neuronx {
+namespace {
+
+at::Tensor histc_cpu_alias(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  at::Tensor input = cpu_alias(self);
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    return at::histc(input.to(at::kDouble), bins, min, max).to(self.scalar_type());
+  }
+  return at::histc(input, bins, min, max);
+}
+
+at::Tensor neuron_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  static const char kName[] = "aten::histc";
+  track_op(static_cast<const void*>(kName), kName, is_host_fallback_dtype(self.scalar_type()));
+  const c10::DeviceIndex device = check_device(self.device().index());
+  at::Tensor out;
+  {
+    RouteAllocationsTo route(device);
+    out = histc_cpu_alias(self, bins, min, max);
+  }
+  return to_neuron_result(out, device);
+}
+
+at::Tensor& histc_out(
+    const at::Tensor& self,
+    int64_t bins,
+    const at::Scalar& min,
+    const at::Scalar& max,
+    at::Tensor& out) {
+  TORCH_CHECK(
+      out.device() == self.device(),
+      "histc: out is on ", out.device(), " but the input is on ", self.device());
+  at::Tensor result = neuron_histc(self, bins, min, max);
+  out.resize_(result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("histc", neuron_histc);
+  m.impl("histc.out", histc_out);
+}
+
+} // namespace torch_neuronx

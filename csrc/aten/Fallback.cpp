@@ -1,0 +1,375 @@
+// The boxed fallback: every ATen op without a neuron kernel of its own runs
+// its CPU kernel on zero-copy CPU aliases of the neuron operands, and its
+// results come back as neuron tensors (views of the inputs where the op
+// returned a view, the inputs themselves for in-place ops, and fresh results
+// relabelled as accounted device memory). Which ops it also takes over from
+// PyTorch's composite kernels, and which CPU operands it accepts, is decided by
+// the tables in OpPolicy.cpp.
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Generator.h"
+#include "runtime/Runtime.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/op_registration/op_registration.h>
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+namespace torch_neuronx {
+namespace {
+
+bool is_optional_generator(const c10::Argument& arg) {
+  const auto& type = arg.type();
+  if (type->kind() != c10::TypeKind::OptionalType) {
+    return false;
+  }
+  return type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+      c10::TypeKind::GeneratorType;
+}
+
+struct AliasedTensor {
+  at::Tensor original;
+  at::Tensor alias;
+  bool written;
+};
+
+class Call {
+ public:
+  explicit Call(const c10::OperatorHandle& op) : op_(op) {}
+
+  c10::DeviceIndex device = -1;
+  bool host_fallback = false;
+  int64_t max_numel = 0;
+
+  void note_device(c10::DeviceIndex index, const char* what) {
+    if (index < 0) {
+      index = current_device();
+    }
+    if (device < 0) {
+      device = check_device(index);
+    } else if (device != index) {
+      TORCH_CHECK(
+          false,
+          "Expected all tensors to be on the same device, but found at least two devices, neuron:",
+          static_cast<int>(device), " and neuron:", static_cast<int>(index),
+          "! (when checking ", what, " in ", name(),
+          "). Each logical NeuronCore has its own HBM: move one operand with "
+          ".to(other.device) first.");
+    }
+  }
+
+  at::Tensor alias(const at::Tensor& t, const c10::Argument& arg) {
+    if (!t.defined()) {
+      return t;
+    }
+    const c10::DeviceType type = t.device().type();
+    if (type == kNeuron) {
+      note_device(t.device().index(), "argument ");
+      if (is_host_fallback_dtype(t.scalar_type())) {
+        host_fallback = true;
+      }
+      max_numel = std::max<int64_t>(max_numel, t.numel());
+      const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      at::Tensor a = cpu_alias(t, storage_for(t.storage()));
+      tensors_.push_back(AliasedTensor{t, a, written});
+      return a;
+    }
+    if (type == c10::kCPU) {
+      if (t.dim() == 0 || accepts_cpu_indices(op_.operator_name())) {
+        return t;
+      }
+      if (mixed_argument_.empty()) {
+        mixed_argument_ = arg.name();
+      }
+      return t;
+    }
+    TORCH_CHECK(
+        false,
+        "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
+        " (argument '", arg.name(), "' of ", name(), ") beside neuron tensors.");
+  }
+
+  void check_mixed() const {
+    if (!mixed_argument_.empty()) {
+      TORCH_CHECK(
+          false,
+          "Expected all tensors to be on the same device, but found at least two devices, neuron:",
+          static_cast<int>(device < 0 ? 0 : device), " and cpu! (when checking argument for argument '",
+          mixed_argument_, "' in ", name(),
+          "). Move the CPU tensor to the NeuronCore with .to('neuron') (or the neuron tensor to "
+          "the CPU with .cpu()).");
+    }
+  }
+
+  // A result of the CPU kernel, as a neuron tensor.
+  at::Tensor unwrap(const at::Tensor& out) {
+    if (!out.defined() || out.device().type() == kNeuron) {
+      return out;
+    }
+    for (const auto& entry : tensors_) {
+      if (out.unsafeGetTensorImpl() == entry.alias.unsafeGetTensorImpl()) {
+        return entry.original;
+      }
+    }
+    if (out.has_storage()) {
+      const c10::StorageImpl* si = out.storage().unsafeGetStorageImpl();
+      for (size_t i = 0; i < alias_storages_.size(); ++i) {
+        if (alias_storages_[i].unsafeGetStorageImpl() == si) {
+          return neuron_view(out, original_storages_[i]);
+        }
+      }
+    }
+    if (out.device().is_cpu() && out.dim() == 0 && device < 0) {
+      return out;
+    }
+    return to_neuron_result(out, device < 0 ? current_device() : device);
+  }
+
+  // Brings back what an in-place / out= CPU kernel changed on an alias:
+  // sizes, strides, offset, and new memory if it resized the storage.
+  void write_back() {
+    for (auto& entry : tensors_) {
+      if (!entry.written) {
+        continue;
+      }
+      c10::TensorImpl* oi = entry.original.unsafeGetTensorImpl();
+      c10::TensorImpl* ai = entry.alias.unsafeGetTensorImpl();
+      c10::StorageImpl* osi = oi->storage().unsafeGetStorageImpl();
+      c10::StorageImpl* asi = ai->storage().unsafeGetStorageImpl();
+      if (asi->data() != osi->data() || asi->nbytes() != osi->nbytes()) {
+        c10::DataPtr& dp = asi->_mutable_data_ptr_no_checks();
+        const c10::Device target(kNeuron, device);
+        if (is_accounted_deleter(dp.get_deleter())) {
+          c10::DataPtr moved = std::move(dp);
+          moved.unsafe_set_device(target);
+          const size_t nbytes = asi->nbytes();
+          // Leave the alias a non-owning view of the new memory.
+          asi->set_data_ptr_noswap(c10::DataPtr(moved.get(), target));
+          osi->set_data_ptr_noswap(std::move(moved));
+          osi->set_nbytes(nbytes);
+        } else if (asi->data() != osi->data()) {
+          const size_t nbytes = asi->nbytes();
+          c10::DataPtr fresh = allocate_accounted(nbytes, device, target);
+          if (nbytes > 0) {
+            std::memcpy(fresh.get(), asi->data(), nbytes);
+          }
+          osi->set_data_ptr_noswap(std::move(fresh));
+          osi->set_nbytes(nbytes);
+        }
+      }
+      if (oi->sizes() != ai->sizes() || oi->strides() != ai->strides() ||
+          oi->storage_offset() != ai->storage_offset()) {
+        oi->set_sizes_and_strides(ai->sizes(), ai->strides(), ai->storage_offset());
+      }
+    }
+  }
+
+  std::string name() const {
+    const auto& n = op_.operator_name();
+    return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
+  }
+
+ private:
+  const c10::Storage& storage_for(const c10::Storage& original) {
+    const c10::StorageImpl* si = original.unsafeGetStorageImpl();
+    for (size_t i = 0; i < original_storages_.size(); ++i) {
+      if (original_storages_[i].unsafeGetStorageImpl() == si) {
+        return alias_storages_[i];
+      }
+    }
+    original_storages_.push_back(original);
+    alias_storages_.push_back(cpu_alias_storage(original));
+    return alias_storages_.back();
+  }
+
+  const c10::OperatorHandle& op_;
+  c10::SmallVector<c10::Storage, 4> original_storages_;
+  c10::SmallVector<c10::Storage, 4> alias_storages_;
+  c10::SmallVector<AliasedTensor, 6> tensors_;
+  std::string mixed_argument_;
+};
+
+void neuron_fallback(
+    const c10::OperatorHandle& op,
+    c10::DispatchKeySet /*keys*/,
+    torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& arguments = schema.arguments();
+  const size_t num_args = arguments.size();
+  const size_t begin = stack->size() - num_args;
+  Call call(op);
+
+  c10::SmallVector<size_t, 2> generator_slots;
+  c10::SmallVector<NeuronGeneratorImpl*, 2> generators;
+
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& value = (*stack)[begin + i];
+    const c10::Argument& arg = arguments[i];
+    if (value.isTensor()) {
+      value = call.alias(value.toTensor(), arg);
+    } else if (value.isTensorList()) {
+      auto in = value.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(in.size());
+      for (const at::Tensor& t : in) {
+        out.push_back(call.alias(t, arg));
+      }
+      value = std::move(out);
+    } else if (value.isOptionalTensorList()) {
+      auto in = value.toOptionalTensorList();
+      c10::List<std::optional<at::Tensor>> out;
+      out.reserve(in.size());
+      for (const std::optional<at::Tensor> t : in) {
+        if (t.has_value() && t->defined()) {
+          out.push_back(call.alias(*t, arg));
+        } else {
+          out.push_back(t);
+        }
+      }
+      value = std::move(out);
+    } else if (value.isDevice()) {
+      const c10::Device d = value.toDevice();
+      if (d.type() == kNeuron) {
+        call.note_device(d.index(), "the device argument");
+        value = c10::Device(c10::kCPU);
+      }
+    } else if (value.isGenerator()) {
+      generator_slots.push_back(begin + i);
+    } else if (value.isNone() && is_optional_generator(arg)) {
+      generator_slots.push_back(begin + i);
+    }
+  }
+  if (call.device < 0) {
+    for (size_t slot : generator_slots) {
+      const c10::IValue& value = (*stack)[slot];
+      TORCH_CHECK(
+          !value.isGenerator() || value.toGenerator().device().type() != kNeuron,
+          "Expected a 'cpu' device type for generator but found 'neuron' (in ", call.name(),
+          "): use torch.Generator(device='cpu') for CPU tensors, or create the tensor on neuron.");
+    }
+  }
+  call.check_mixed();
+
+  const c10::DeviceIndex device = call.device >= 0 ? call.device : current_device();
+  for (size_t slot : generator_slots) {
+    c10::IValue& value = (*stack)[slot];
+    at::Generator gen = value.isGenerator() ? value.toGenerator() : default_generator(device);
+    if (gen.device().type() != kNeuron) {
+      TORCH_CHECK(
+          gen.device().is_cpu() && call.device < 0,
+          "Expected a 'neuron' device type for generator but found '", gen.device().type(),
+          "' (in ", call.name(), ")");
+      continue;
+    }
+    TORCH_CHECK(
+        call.device >= 0 || !value.isGenerator(),
+        "Expected a 'cpu' device type for generator but found 'neuron' (in ", call.name(),
+        "): create the generator with torch.Generator(device='cpu') for CPU tensors.");
+    auto* impl = gen.get<NeuronGeneratorImpl>();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    value = impl->derive_cpu_generator();
+    impl->advance(static_cast<uint64_t>(call.max_numel));
+  }
+
+
+  {
+    RouteAllocationsTo route(device);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+
+  call.write_back();
+  const size_t num_returns = schema.returns().size();
+  const size_t out_begin = stack->size() - num_returns;
+  for (size_t i = 0; i < num_returns; ++i) {
+    c10::IValue& value = (*stack)[out_begin + i];
+    if (value.isTensor()) {
+      value = call.unwrap(value.toTensor());
+    } else if (value.isTensorList()) {
+      auto in = value.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(in.size());
+      for (const at::Tensor& t : in) {
+        out.push_back(call.unwrap(t));
+      }
+      value = std::move(out);
+    }
+    // Results of a host-only dtype (e.g. fft's complex output) mark it too.
+    if (value.isTensor() && value.toTensor().defined() &&
+        is_host_fallback_dtype(value.toTensor().scalar_type())) {
+      call.host_fallback = true;
+    }
+  }
+  track_op(&op.schema(), op.operator_name(), call.host_fallback);
+  if (C10_UNLIKELY(call.host_fallback)) {
+    warn_host_fallback_dtype(at::kDouble, op.operator_name().name.c_str());
+  }
+}
+
+// Sparse and nested layouts: NeuronCores have none, and the dispatcher's own
+// message ("Could not run ... 'Sparseneuron' backend ... Facebook employee")
+// does not say so.
+void unsupported_layout(
+    const c10::OperatorHandle& op,
+    c10::DispatchKeySet keys,
+    torch::jit::Stack* /*stack*/) {
+  const auto& n = op.operator_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false,
+      "neuron supports only dense (strided) tensors: ", n.name,
+      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ",
+      keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested" : "sparse",
+      " tensor on neuron. NeuronCores have no sparse or nested tensor support: keep such tensors on "
+      "the CPU, or convert them (.to_dense(), .to_padded_tensor()) before moving to neuron.");
+}
+
+// Registers the boxed fallback as the PrivateUse1 kernel of the ops that
+// would otherwise get PyTorch's composite kernel there: the _foreach_* ops and
+// the ops of OpPolicy's needs_cpu_kernel table (those only where a CPU kernel
+// exists), unless the device already has a kernel of its own for them.
+struct RegisterCpuKernelOps {
+  RegisterCpuKernelOps() {
+    static torch::Library lib(
+        torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      const bool foreach = is_foreach_op(name);
+      if (!foreach && !needs_cpu_kernel(name)) {
+        continue;
+      }
+      const auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+          (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
+        continue;
+      }
+      std::string op = name.name.substr(6);
+      if (!name.overload_name.empty()) {
+        op += "." + name.overload_name;
+      }
+      lib.impl(op.c_str(), torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+    }
+  }
+};
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+
+static RegisterCpuKernelOps g_register_cpu_kernel_ops;
+
+} // namespace torch_neuronx

@@ -1,0 +1,367 @@
+// The ops every device must implement itself (PyTorch's OpenReg "minimal"
+// set): allocation, views, copies, resize, set_, scalar reads, and the
+// convolution entry points that at::_convolution sends unknown devices to.
+// Everything else goes through the boxed fallback (Fallback.cpp).
+#include "aten/Alias.h"
+#include "aten/OpPolicy.h"
+#include "aten/Tracking.h"
+#include "runtime/DeviceAllocator.h"
+#include "runtime/Runtime.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/Functions.h>
+#include <ATen/ops/mul.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+namespace torch_neuronx {
+namespace {
+
+#define TRACK(NAME)                                     \
+  do {                                                  \
+    static const char kName[] = NAME;                   \
+    track_op(static_cast<const void*>(kName), kName, false); \
+  } while (0)
+
+c10::DeviceIndex device_from(std::optional<c10::Device> device) {
+  if (!device.has_value() || !device->has_index()) {
+    return check_device(current_device());
+  }
+  TORCH_CHECK(device->type() == kNeuron, "expected a neuron device, got ", *device);
+  return check_device(device->index());
+}
+
+// Validates a factory call's options; returns the device index to allocate on.
+c10::DeviceIndex factory_device(
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TORCH_CHECK(
+      !layout.has_value() || *layout == c10::kStrided,
+      "neuron supports only strided (dense) tensors, got layout ", *layout,
+      ": NeuronCores have no sparse tensor support; keep sparse tensors on the CPU.");
+  TORCH_CHECK(
+      !pin_memory.value_or(false),
+      "pin_memory=True applies to CPU tensors only; neuron tensors live in device HBM");
+  return device_from(device);
+}
+
+at::Tensor empty_memory_format(
+    c10::IntArrayRef size,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory,
+    std::optional<c10::MemoryFormat> memory_format) {
+  TRACK("aten::empty.memory_format");
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  return at::detail::empty_generic(
+      size,
+      neuron_allocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::dtype_or_default(dtype),
+      memory_format);
+}
+
+at::Tensor empty_strided(
+    c10::IntArrayRef size,
+    c10::IntArrayRef stride,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TRACK("aten::empty_strided");
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  return at::detail::empty_strided_generic(
+      size,
+      stride,
+      neuron_allocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(
+    const at::Tensor& self,
+    c10::IntArrayRef size,
+    c10::IntArrayRef stride,
+    std::optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  return at::native::unfold(self, dimension, size, step);
+}
+
+at::Tensor view_as_real(const at::Tensor& self) {
+  return at::native::view_as_real(self);
+}
+
+at::Tensor view_as_complex(const at::Tensor& self) {
+  return at::native::view_as_complex(self);
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const bool self_neuron = self.device().type() == kNeuron;
+  const bool dst_neuron = dst.device().type() == kNeuron;
+  TORCH_CHECK(
+      (self_neuron || self.device().is_cpu()) && (dst_neuron || dst.device().is_cpu()),
+      "neuron can copy to and from cpu and neuron tensors only, not from ", self.device(),
+      " to ", dst.device());
+  {
+    static const char kName[] = "aten::_copy_from";
+    const bool fallback = (self_neuron && is_host_fallback_dtype(self.scalar_type())) ||
+        (dst_neuron && is_host_fallback_dtype(dst.scalar_type()));
+    track_op(static_cast<const void*>(kName), kName, fallback);
+    if (dst_neuron && !self_neuron && is_host_fallback_dtype(dst.scalar_type())) {
+      warn_host_fallback_dtype(dst.scalar_type(), "a host-to-device copy");
+    }
+  }
+  if (self.numel() == 0) {
+    return dst;
+  }
+  at::Tensor src_cpu;
+  at::Tensor dst_cpu;
+  if (self_neuron && dst_neuron && self.storage().is_alias_of(dst.storage())) {
+    c10::Storage shared = cpu_alias_storage(self.storage());
+    src_cpu = cpu_alias(self, shared);
+    dst_cpu = cpu_alias(dst, shared);
+  } else {
+    src_cpu = self_neuron ? cpu_alias(self) : self;
+    dst_cpu = dst_neuron ? cpu_alias(dst) : dst;
+  }
+  dst_cpu.copy_(src_cpu, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+const at::Tensor& resize_(
+    const at::Tensor& self,
+    c10::IntArrayRef size,
+    std::optional<c10::MemoryFormat> memory_format) {
+  TRACK("aten::resize_");
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  const size_t needed = at::detail::computeStorageNbytesContiguous(
+      size, impl->dtype().itemsize(), impl->storage_offset());
+  if (needed > impl->unsafe_storage().nbytes()) {
+    resize_storage_bytes(impl->unsafe_storage(), needed);
+  }
+  if (memory_format.has_value()) {
+    TORCH_CHECK(
+        *memory_format != c10::MemoryFormat::Preserve,
+        "Unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TRACK("aten::_local_scalar_dense");
+  return at::_local_scalar_dense(cpu_alias(self));
+}
+
+at::Tensor& set_storage(
+    at::Tensor& result,
+    c10::Storage storage,
+    int64_t storage_offset,
+    c10::IntArrayRef size,
+    c10::IntArrayRef stride) {
+  TRACK("aten::set_");
+  at::native::checkSetStorage(result, storage, storage_offset, size, stride);
+  std::vector<int64_t> strides;
+  if (stride.data() != nullptr) {
+    strides.assign(stride.begin(), stride.end());
+  } else {
+    const auto contiguous = c10::contiguous_strides(size);
+    strides.assign(contiguous.begin(), contiguous.end());
+  }
+  const size_t needed = size.empty()
+      ? (storage_offset + 1) * result.dtype().itemsize()
+      : at::detail::computeStorageNbytes(size, strides, result.dtype().itemsize(), storage_offset);
+  bool any_zero = false;
+  for (auto s : size) {
+    any_zero |= s == 0;
+  }
+  if (!any_zero && needed > result.storage().nbytes()) {
+    resize_storage_bytes(result.storage(), needed);
+  }
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(size, strides, storage_offset);
+  return result;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t itemsize = static_cast<int64_t>(self.dtype().itemsize());
+  const int64_t n = static_cast<int64_t>(source.nbytes()) / itemsize;
+  return set_storage(self, std::move(source), 0, {n}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) {
+    return self;
+  }
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  const c10::DeviceIndex index = check_device(self.device().index());
+  c10::Storage fresh(
+      c10::Storage::use_byte_size_t(),
+      0,
+      allocate_accounted(0, index, c10::Device(kNeuron, index)),
+      neuron_allocator(),
+      /*resizable=*/true);
+  return set_storage(self, std::move(fresh), 0, {0}, {});
+}
+
+at::Tensor convolution_overrideable(
+    const at::Tensor& input,
+    const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias,
+    c10::IntArrayRef stride,
+    c10::IntArrayRef padding,
+    c10::IntArrayRef dilation,
+    bool transposed,
+    c10::IntArrayRef output_padding,
+    int64_t groups) {
+  TRACK("aten::convolution_overrideable");
+  const c10::DeviceIndex device = check_device(input.device().index());
+  std::optional<at::Tensor> bias_cpu;
+  if (bias.has_value() && bias->defined()) {
+    bias_cpu = cpu_alias(*bias);
+  }
+  at::Tensor out;
+  {
+    RouteAllocationsTo route(device);
+    out = at::convolution(
+        cpu_alias(input), cpu_alias(weight), bias_cpu, stride, padding, dilation, transposed,
+        output_padding, groups);
+  }
+  return to_neuron_result(out, device);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output,
+    const at::Tensor& input,
+    const at::Tensor& weight,
+    c10::IntArrayRef stride,
+    c10::IntArrayRef padding,
+    c10::IntArrayRef dilation,
+    bool transposed,
+    c10::IntArrayRef output_padding,
+    int64_t groups,
+    std::array<bool, 3> output_mask) {
+  TRACK("aten::convolution_backward_overrideable");
+  const c10::DeviceIndex device = check_device(input.device().index());
+  const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
+  std::vector<int64_t> bias_sizes{out_channels};
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
+  {
+    RouteAllocationsTo route(device);
+    grads = at::convolution_backward(
+        cpu_alias(grad_output), cpu_alias(input), cpu_alias(weight), bias_sizes, stride, padding,
+        dilation, transposed, output_padding, groups, output_mask);
+  }
+  return {
+      to_neuron_result(std::get<0>(grads), device),
+      to_neuron_result(std::get<1>(grads), device),
+      to_neuron_result(std::get<2>(grads), device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> native_dropout(
+    const at::Tensor& input,
+    double p,
+    std::optional<bool> train) {
+  // Composite so the mask is drawn by the neuron generator (the CPU kernel
+  // would draw from the CPU generator and ignore torch.neuron.manual_seed).
+  if (input.numel() == 0 || !train.value_or(true) || p == 0) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  if (p == 1) {
+    return {at::zeros_like(input), at::zeros_like(input, input.options().dtype(at::kBool))};
+  }
+  at::Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
+  mask.bernoulli_(1 - p);
+  at::Tensor output = at::mul(at::mul(input, mask), 1.0 / (1 - p));
+  return {output, mask};
+}
+
+// Dense neuron and CPU tensors share one TensorImpl layout, so one can take the other's
+// metadata (`param.data = param.to("neuron")`). c10's built-in rule lists only in-tree
+// dense backends; without this, nn.Module.to("neuron") replaces every Parameter with a new
+// object — which unties tied weights (embeddings / lm_head) and breaks FSDP1's set_data.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  if (self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set())) {
+    return true;
+  }
+  auto dense = [](const at::Tensor& t) {
+    const auto device = t.device().type();
+    return t.layout() == at::kStrided && !t.is_nested() &&
+        (device == c10::DeviceType::CPU || device == c10::DeviceType::PrivateUse1);
+  };
+  return dense(self) && dense(from);
+}
+
+void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
+  // Execution is synchronous on the software NeuronCore: nothing to extend.
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("unfold", unfold);
+  m.impl("view_as_real", view_as_real);
+  m.impl("view_as_complex", view_as_complex);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("resize_", resize_);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("convolution_overrideable", convolution_overrideable);
+  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
+  m.impl("native_dropout", native_dropout);
+  m.impl("record_stream", record_stream);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+}
+
+// A conjugate or negative-bit copy would otherwise recurse between these keys
+// and the device copy until the stack overflows (torch.fft.hfft crashed that way).
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+} // namespace torch_neuronx

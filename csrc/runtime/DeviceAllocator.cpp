@@ -1,0 +1,317 @@
+#include "runtime/DeviceAllocator.h"
+
+#include "runtime/Runtime.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <cstring>
+#include <iomanip>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+namespace torch_neuronx {
+namespace {
+
+using c10::CachingDeviceAllocator::DeviceStats;
+using c10::CachingAllocator::StatType;
+
+constexpr size_t kAgg = static_cast<size_t>(StatType::AGGREGATE);
+// Granularity in which memory is reserved: the host allocation alignment
+// (c10::alloc_cpu aligns to 64 bytes).
+constexpr size_t kGranularity = 64;
+constexpr int kMaxDevices = 256;
+
+struct Block {
+  size_t nbytes;
+  size_t reserved;
+  c10::DeviceIndex device;
+};
+
+struct State {
+  std::mutex mutex;
+  ska::flat_hash_map<void*, Block> blocks;
+  std::vector<DeviceStats> stats = std::vector<DeviceStats>(kMaxDevices);
+};
+
+State& state() {
+  static State* s = new State(); // leaked on purpose: used until exit
+  return *s;
+}
+
+std::string format_bytes(int64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2);
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (int64_t(1) << 30)) {
+    os << b / double(1 << 30) << " GiB";
+  } else if (bytes >= (int64_t(1) << 20)) {
+    os << b / double(1 << 20) << " MiB";
+  } else if (bytes >= (int64_t(1) << 10)) {
+    os << b / double(1 << 10) << " KiB";
+  } else {
+    os << bytes << " bytes";
+  }
+  return os.str();
+}
+
+void free_accounted(void* ptr) {
+  if (ptr == nullptr) {
+    return;
+  }
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.blocks.find(ptr);
+    TORCH_INTERNAL_ASSERT(it != s.blocks.end(), "neuron: freeing unknown pointer");
+    DeviceStats& st = s.stats[it->second.device];
+    st.allocated_bytes[kAgg].decrease(it->second.nbytes);
+    st.requested_bytes[kAgg].decrease(it->second.nbytes);
+    st.active_bytes[kAgg].decrease(it->second.nbytes);
+    st.reserved_bytes[kAgg].decrease(it->second.reserved);
+    st.allocation[kAgg].decrease(1);
+    st.active[kAgg].decrease(1);
+    st.segment[kAgg].decrease(1);
+    st.num_device_free += 1;
+    s.blocks.erase(it);
+  }
+  c10::free_cpu(ptr);
+}
+
+template <typename Fn>
+void for_each_stat(DeviceStats& st, Fn fn) {
+  for (auto* arr : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
+                    &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
+                    &st.inactive_split_bytes, &st.requested_bytes}) {
+    for (auto& stat : *arr) {
+      fn(stat);
+    }
+  }
+}
+
+thread_local c10::DeviceIndex t_route_device = -1;
+
+// ---------------------------------------------------------------- neuron
+class NeuronAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    const c10::DeviceIndex device = check_device(current_device());
+    return allocate_accounted(nbytes, device, c10::Device(kNeuron, device));
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_accounted;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+  bool initialized() override {
+    return true;
+  }
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    // Nothing is cached: freed memory returns to the host at once.
+  }
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
+    // Execution is synchronous: no cross-stream lifetime to extend.
+  }
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    device = check_device(device);
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.stats[device];
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    device = check_device(device);
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    DeviceStats& st = s.stats[device];
+    for_each_stat(st, [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
+    st.num_alloc_retries = 0;
+    st.num_ooms = 0;
+    st.num_device_alloc = 0;
+    st.num_device_free = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    device = check_device(device);
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for_each_stat(s.stats[device], [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    device = check_device(device);
+    const int64_t cap = hbm_capacity(device);
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const int64_t used = s.stats[device].reserved_bytes[kAgg].current;
+    return {static_cast<size_t>(std::max<int64_t>(cap - used, 0)), static_cast<size_t>(cap)};
+  }
+};
+
+NeuronAllocator g_neuron_allocator;
+
+// ---------------------------------------------------------------- CPU routing
+c10::Allocator* g_base_cpu_allocator = nullptr;
+c10::DeleterFnPtr g_base_raw_deleter = nullptr;
+
+void routing_raw_delete(void* ptr) {
+  bool ours = false;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ours = s.blocks.find(ptr) != s.blocks.end();
+  }
+  if (ours) {
+    free_accounted(ptr);
+  } else {
+    g_base_raw_deleter(ptr);
+  }
+}
+
+class RoutingCPUAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    if (t_route_device >= 0) {
+      return allocate_accounted(nbytes, t_route_device, c10::Device(c10::kCPU));
+    }
+    return g_base_cpu_allocator->allocate(nbytes);
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &routing_raw_delete;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+RoutingCPUAllocator g_routing_allocator;
+
+struct InstallCPUAllocator {
+  InstallCPUAllocator() {
+    g_base_cpu_allocator = c10::GetCPUAllocator();
+    g_base_raw_deleter = g_base_cpu_allocator->raw_deleter();
+    c10::SetCPUAllocator(&g_routing_allocator, /*priority=*/1);
+  }
+};
+
+} // namespace
+
+c10::DataPtr allocate_accounted(
+    size_t nbytes,
+    c10::DeviceIndex device,
+    c10::Device ptr_device) {
+  if (nbytes == 0) {
+    return {nullptr, nullptr, &free_accounted, ptr_device};
+  }
+  const size_t reserved = (nbytes + kGranularity - 1) / kGranularity * kGranularity;
+  const int64_t capacity = hbm_capacity(device);
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    DeviceStats& st = s.stats[device];
+    const int64_t in_use = st.reserved_bytes[kAgg].current;
+    if (C10_UNLIKELY(in_use + static_cast<int64_t>(reserved) > capacity)) {
+      st.num_ooms += 1;
+      const int64_t allocated = st.allocated_bytes[kAgg].current;
+      TORCH_CHECK_WITH(
+          OutOfMemoryError,
+          false,
+          "neuron:", static_cast<int>(device), " out of memory. Tried to allocate ",
+          format_bytes(static_cast<int64_t>(nbytes)), " on neuron:", static_cast<int>(device),
+          ", which has a total capacity of ", format_bytes(capacity), " of HBM (",
+          topology_description(), ") of which ", format_bytes(std::max<int64_t>(capacity - in_use, 0)),
+          " is free; ", format_bytes(allocated), " is allocated by live tensors (",
+          format_bytes(in_use), " reserved). Free tensors you no longer need (del x), reduce the batch "
+          "size or sequence length, shard the model across more NeuronCores, or raise the software "
+          "NeuronCore's capacity with TORCH_NEURONX_HBM_PER_CORE.");
+    }
+  }
+  void* ptr = c10::alloc_cpu(nbytes);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.blocks.emplace(ptr, Block{nbytes, reserved, device});
+    DeviceStats& st = s.stats[device];
+    st.allocated_bytes[kAgg].increase(nbytes);
+    st.requested_bytes[kAgg].increase(nbytes);
+    st.active_bytes[kAgg].increase(nbytes);
+    st.reserved_bytes[kAgg].increase(reserved);
+    st.allocation[kAgg].increase(1);
+    st.active[kAgg].increase(1);
+    st.segment[kAgg].increase(1);
+    st.num_device_alloc += 1;
+  }
+  return {ptr, ptr, &free_accounted, ptr_device};
+}
+
+bool is_accounted_deleter(c10::DeleterFnPtr deleter) {
+  return deleter == &free_accounted;
+}
+
+c10::Device device_of_ptr(const void* ptr) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.blocks.find(const_cast<void*>(ptr));
+  if (it == s.blocks.end()) {
+    return c10::Device(c10::kCPU);
+  }
+  return c10::Device(kNeuron, it->second.device);
+}
+
+RouteAllocationsTo::RouteAllocationsTo(c10::DeviceIndex device)
+    : previous_(t_route_device) {
+  t_route_device = device;
+}
+
+RouteAllocationsTo::~RouteAllocationsTo() {
+  t_route_device = previous_;
+}
+
+c10::DeviceAllocator* neuron_allocator() {
+  return &g_neuron_allocator;
+}
+
+c10::Allocator* routing_cpu_allocator() {
+  return &g_routing_allocator;
+}
+
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  TORCH_CHECK(
+      impl->resizable(),
+      "Trying to resize storage that is not resizable (neuron storage of ",
+      impl->nbytes(), " bytes)");
+  const c10::Device device = impl->device();
+  const c10::DeviceIndex index =
+      check_device(device.has_index() ? device.index() : current_device());
+  c10::DataPtr fresh = allocate_accounted(new_nbytes, index, c10::Device(kNeuron, index));
+  const size_t keep = std::min(new_nbytes, impl->nbytes());
+  if (keep > 0 && impl->data() != nullptr) {
+    std::memcpy(fresh.get(), impl->data(), keep);
+  }
+  impl->set_data_ptr_noswap(std::move(fresh));
+  impl->set_nbytes(new_nbytes);
+}
+
+MemoryCounters memory_counters(c10::DeviceIndex device) {
+  device = check_device(device);
+  MemoryCounters c;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const DeviceStats& st = s.stats[device];
+  c.allocated = st.allocated_bytes[kAgg].current;
+  c.peak_allocated = st.allocated_bytes[kAgg].peak;
+  c.reserved = st.reserved_bytes[kAgg].current;
+  c.peak_reserved = st.reserved_bytes[kAgg].peak;
+  c.num_allocs = st.num_device_alloc;
+  c.num_frees = st.num_device_free;
+  c.num_ooms = st.num_ooms;
+  c.capacity = hbm_capacity(device);
+  return c;
+}
+
+// Registration: the PrivateUse1 allocator and the routing CPU allocator.
+REGISTER_ALLOCATOR(kNeuron, &g_neuron_allocator);
+static InstallCPUAllocator g_install_cpu_allocator;
+
+} // namespace torch_neuronx

@@ -1,0 +1,68 @@
+// Device memory of the software NeuronCore: host memory owned by this
+// allocator and accounted per logical core (allocated, reserved, peak), with
+// the core's HBM capacity enforced (torch.OutOfMemoryError past it). Also the
+// routing CPU allocator, through which CPU kernels running for a neuron op
+// allocate accounted device memory, and storage resize.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Device.h>
+#include <c10/core/Storage.h>
+
+namespace torch_neuronx {
+
+// The PrivateUse1 allocator (registered with REGISTER_ALLOCATOR). allocate()
+// places memory on the calling thread's current neuron device.
+c10::DeviceAllocator* neuron_allocator();
+
+// Allocates `nbytes` accounted to logical core `device`, returning a DataPtr
+// whose device is `ptr_device` (kCPU while a CPU kernel is running inside the
+// fallback, the neuron device otherwise). Raises c10::OutOfMemoryError when
+// the core's capacity would be exceeded.
+c10::DataPtr allocate_accounted(
+    size_t nbytes,
+    c10::DeviceIndex device,
+    c10::Device ptr_device);
+
+// True when `deleter` is the deleter of accounted neuron memory.
+bool is_accounted_deleter(c10::DeleterFnPtr deleter);
+
+// Device (neuron:i) that owns `ptr`, or CPU if `ptr` is not device memory.
+c10::Device device_of_ptr(const void* ptr);
+
+// While alive, CPU allocations made on this thread are accounted to `device`
+// (used by the boxed fallback so CPU kernels' results are device memory).
+class RouteAllocationsTo {
+ public:
+  explicit RouteAllocationsTo(c10::DeviceIndex device);
+  ~RouteAllocationsTo();
+  RouteAllocationsTo(const RouteAllocationsTo&) = delete;
+  RouteAllocationsTo& operator=(const RouteAllocationsTo&) = delete;
+
+ private:
+  c10::DeviceIndex previous_;
+};
+
+// The CPU allocator installed by this extension (it routes to accounted memory
+// inside the fallback and to the original CPU allocator otherwise).
+c10::Allocator* routing_cpu_allocator();
+
+// Resizes a neuron storage to `new_nbytes` (used by resize_ and by
+// UntypedStorage.resize_, which FSDP2 uses to free unsharded parameters).
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
+
+// Per-device counters in bytes.
+struct MemoryCounters {
+  int64_t allocated = 0;
+  int64_t peak_allocated = 0;
+  int64_t reserved = 0;
+  int64_t peak_reserved = 0;
+  int64_t num_allocs = 0;
+  int64_t num_frees = 0;
+  int64_t num_ooms = 0;
+  int64_t capacity = 0;
+};
+MemoryCounters memory_counters(c10::DeviceIndex device);
+
+} // namespace torch_neuronx

@@ -1,0 +1,16 @@
+// Pinned host memory for `neuron` (tensor.pin_memory(), DataLoader(pin_memory=True)): page-locked
+// staging memory for DMA on real hardware; on the software NeuronCore, host memory whose
+// pointers are remembered so that is_pinned() can answer.
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+namespace torch_neuronx {
+
+// The allocator PrivateUse1 hooks hand out for pinned host memory.
+c10::Allocator* pinned_host_allocator();
+
+// True when `ptr` is the start of a live block of pinned_host_allocator().
+bool is_pinned_ptr(const void* ptr);
+
+} // namespace torch_neuronx

@@ -1,0 +1,93 @@
+"""Op and dtype policy (csrc/aten/OpPolicy.cpp): one test per table.
+
+Each test fails when an entry is dropped from its table: the op would then take PyTorch's
+composite kernel on ``neuron`` (other rounding, more dispatched ops), a CPU index tensor would
+be rejected, or a float64/complex op would stop counting as a host fallback.
+"""
+import pytest
+import torch
+
+import torch_neuronx
+
+
+def N(t):
+    return t.to("neuron")
+
+
+def _run_tracked(fn, *args):
+    torch_neuronx.clear_op_tracking()
+    out = fn(*args)
+    return out, torch_neuronx.get_executed_ops()
+
+
+# (name, function, CPU inputs, the one op it must run as on neuron)
+_CPU_KERNEL_CASES = [
+    ("layer_norm", lambda x, w, b: torch.nn.functional.layer_norm(x, (7,), w, b),
+     lambda: (torch.randn(5, 7), torch.randn(7), torch.randn(7)), "aten::native_layer_norm"),
+    ("layer_norm_bf16", lambda x, w, b: torch.nn.functional.layer_norm(x, (7,), w, b),
+     lambda: (torch.randn(5, 7).bfloat16(), torch.randn(7).bfloat16(), torch.randn(7).bfloat16()),
+     "aten::native_layer_norm"),
+    ("group_norm_bf16", lambda x, w, b: torch.nn.functional.group_norm(x, 2, w, b),
+     lambda: (torch.randn(2, 6, 5).bfloat16(), torch.randn(6).bfloat16(), torch.randn(6).bfloat16()),
+     "aten::native_group_norm"),
+    ("addr_bf16", lambda m, u, v: torch.addr(m, u, v, beta=0.5, alpha=2.0),
+     lambda: (torch.randn(5, 10).bfloat16(), torch.randn(5).bfloat16(), torch.randn(10).bfloat16()),
+     "aten::addr"),
+    ("powsum", lambda x: torch.linalg._powsum(x, 3.0), lambda: (torch.randn(1000),), "aten::linalg__powsum"),
+    ("all_dim", lambda x: torch.all(x, 1), lambda: (torch.randn(4, 6) > -1,), "aten::all.dim"),
+    ("any_dims", lambda x: x.any(dim=(0, 1)), lambda: (torch.randn(4, 6) > 1,), "aten::any.dims"),
+    ("_stack", lambda a, b: torch._stack([a, b], 1), lambda: (torch.randn(3, 4), torch.randn(3, 4)),
+     "aten::_stack"),
+]
+
+
+@pytest.mark.parametrize("name,fn,make,op", _CPU_KERNEL_CASES, ids=[c[0] for c in _CPU_KERNEL_CASES])
+def test_ops_needing_cpu_kernel_run_it_bit_for_bit(name, fn, make, op):
+    torch.manual_seed(0)
+    args = make()
+    expected = fn(*args)
+    out, ops = _run_tracked(fn, *[N(a) for a in args])
+    assert out.device.type == "neuron"
+    assert out.dtype == expected.dtype
+    # The CPU kernel on the same bytes gives the CPU result exactly; the composite kernels differ
+    # (rounding) or run as several ops.
+    assert torch.equal(out.cpu(), expected)
+    assert ops == {op: 1}
+
+
+def test_foreach_ops_run_as_one_op():
+    tensors = [torch.randn(3), torch.randn(5), torch.randn(2)]
+    out, ops = _run_tracked(torch._foreach_mul, [N(t) for t in tensors], 3.0)
+    assert [o.device.type for o in out] == ["neuron"] * 3
+    for o, t in zip(out, tensors):
+        assert torch.equal(o.cpu(), t * 3.0)
+    assert ops == {"aten::_foreach_mul.Scalar": 1}
+
+
+def test_index_ops_accept_cpu_indices():
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([2, 0])
+    assert torch.equal(N(x)[idx].cpu(), x[idx])  # aten::index
+    y, ref = N(x.clone()), x.clone()
+    y[idx] = N(torch.full((2, 4), -1.0))  # aten::index_put_
+    ref[idx] = torch.full((2, 4), -1.0)
+    assert torch.equal(y.cpu(), ref)
+    y.index_put_((idx,), N(torch.ones(2, 4)), accumulate=True)  # aten::_index_put_impl_
+    ref.index_put_((idx,), torch.ones(2, 4), accumulate=True)
+    assert torch.equal(y.cpu(), ref)
+    # Other ops keep CUDA's rule: a CPU tensor beside neuron tensors is an error.
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.index_select(N(x), 0, idx)
+
+
+@pytest.mark.parametrize("dtype,host_fallback", [
+    (torch.float64, True), (torch.complex64, True), (torch.complex128, True),
+    (torch.float32, False), (torch.bfloat16, False), (torch.int64, False),
+])
+def test_host_fallback_dtypes(dtype, host_fallback):
+    x = N(torch.ones(4, dtype=dtype))
+    torch_neuronx.clear_op_tracking()
+    y = x * 3
+    assert torch.equal(y.cpu(), torch.full((4,), 3, dtype=dtype))
+    counted = torch_neuronx.get_fallback_ops().get("aten::mul.out", 0)
+    assert counted == (1 if host_fallback else 0)

@@ -1,0 +1,113 @@
+"""Inductor's ``inner_compile`` for backend ``"neuron"``: one ATen graph (forward, backward or
+inference, as AOTAutograd hands them over) through the compile cache.
+
+For each graph: :func:`~torch_neuronx.compile.cache_key.graph_cache_key` → memory or disk hit?
+load it (:mod:`.serialization`) : Inductor's ``compile_fx_inner`` (C++ code generation on
+``neuron`` memory, :mod:`.inductor_device`) and store it. A failure follows the fallback
+policy (:mod:`.fallback`); the metrics count compiles and hits (:mod:`.metrics`).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import torch
+
+from . import cache, debug, metrics
+from .cache import GraphKind
+from .cache_key import graph_cache_key
+from .fallback import NeuronCompileError, fallback_execution_allowed, handle_compile_failure
+from .graph_identity import current_function
+from .serialization import deserialize, inductor_cache_dir, serialize
+
+#: Inductor config while backend "neuron" compiles (forward at trace time, backward lazily):
+#: ``fx_graph_cache`` off (our cache is the only one, so the metrics are exact);
+#: ``cuda_backend="cpp"``: Inductor's ``get_current_backend()`` answers ``cuda_backend`` for
+#: any device it does not know, and its C++ code generator needs "cpp" there (dtype
+#: propagation of indirect indices); no CUDA device is involved in a neuron graph.
+INDUCTOR_PATCHES: Final[dict[str, Any]] = {"fx_graph_cache": False, "cuda_backend": "cpp"}
+
+
+def graph_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Inductor's ``inner_compile`` keyword arguments with the defaults ``compile_fx_inner``
+    would use (no cudagraphs, no static inputs, a forward graph)."""
+    from torch._inductor.utils import BoxedBool
+
+    kw = dict(kwargs)
+    kw.setdefault("cudagraphs", BoxedBool(False))
+    kw.setdefault("static_input_idxs", ())
+    kw.setdefault("is_backward", False)
+    kw.setdefault("graph_id", None)
+    kw.setdefault("is_inference", False)
+    kw.setdefault("boxed_forward_device_index", None)
+    if kw["cudagraphs"] is None:
+        kw["cudagraphs"] = BoxedBool(False)
+    return kw
+
+
+def graph_kind(kw: dict[str, Any]) -> GraphKind:
+    """``"backward"``, ``"inference"`` or ``"forward"`` from :func:`graph_kwargs`."""
+    return "backward" if kw["is_backward"] else ("inference" if kw["is_inference"] else "forward")
+
+
+def eager_callable(gm: torch.fx.GraphModule) -> Callable[..., Any]:
+    """``gm`` with AOTAutograd's boxed calling convention (runs the ATen graph eagerly)."""
+    from torch._functorch._aot_autograd.utils import make_boxed_func
+
+    return make_boxed_func(gm)
+
+
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                       **kwargs: Any) -> Callable[..., Any]:
+    """Compiles (or loads from the cache) one ATen graph.
+
+    Args:
+        gm: the ATen graph from AOTAutograd.
+        example_inputs: its inputs (fake tensors, static shapes).
+        kwargs: Inductor's ``inner_compile`` keyword arguments (``is_backward``,
+            ``is_inference``, ``cudagraphs``...).
+
+    Returns:
+        An Inductor ``CompiledFxGraph`` (boxed calling convention), or under fallback
+        execution an eager boxed callable of ``gm``.
+
+    Raises:
+        NeuronCompileError: code generation failed and fallback execution is disabled.
+    """
+    from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    t0 = time.perf_counter()
+    kw = graph_kwargs(kwargs)
+    kind = graph_kind(kw)
+    eager_allowed = fallback_execution_allowed()
+    keep = copy.deepcopy(gm) if eager_allowed else None
+    aten_text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    function = current_function()
+
+    def compile_now() -> tuple[Any, bytes | None]:
+        with inductor_cache_dir():
+            compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+        return compiled, serialize(compiled)
+
+    def load(blob: bytes) -> Any:
+        return deserialize(blob, gm, example_inputs, kw)
+
+    with inductor_config.patch(INDUCTOR_PATCHES):
+        key = graph_cache_key(gm, example_inputs, kind)
+        try:
+            found = cache.GLOBAL_CACHE.get_or_compile(
+                key, compile_now, load, header=cache.EntryDescription(kind=kind, name=function))
+        except NeuronCompileError:
+            raise
+        except Exception as err:  # noqa: BLE001  (any code generation failure: the fallback policy)
+            handle_compile_failure(f"{kind} graph of {function} (cache key {key[:16]})", aten_text,
+                                   err, eager_allowed)
+            return eager_callable(keep)
+        finally:
+            if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
+                metrics.record_compile_time(time.perf_counter() - t0)
+    debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))
+    return found.value

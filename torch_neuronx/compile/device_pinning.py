@@ -1,0 +1,48 @@
+"""A compiled graph runs on the NeuronCore of its inputs.
+
+Inductor's wrapper allocates buffers with ``device='neuron'`` (the calling thread's current
+core) and emits a device guard only for GPU device types, so a graph whose inputs live on
+``neuron:1`` would put its intermediates on ``neuron:0``. :func:`on_graph_core` wraps the
+compiled callable to make the inputs' core current around each call.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+
+def graph_core(example_inputs: Sequence[Any]) -> int | None:
+    """The index of the one NeuronCore the tensor inputs live on; None when there is no
+    ``neuron`` input with an index, or they span several cores."""
+    indices = {x.device.index for x in example_inputs
+               if isinstance(x, torch.Tensor) and x.device.type == "neuron"}
+    indices.discard(None)
+    return next(iter(indices)) if len(indices) == 1 else None
+
+
+def on_graph_core(compiled: Callable[..., Any], example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """``compiled`` run with the current device set to :func:`graph_core` of its inputs.
+
+    Returns ``compiled`` itself when there is no such core; otherwise a wrapper (keeping
+    ``_boxed_call``) that reads the current core once per call and switches only when it
+    differs, restoring it afterwards.
+    """
+    index = graph_core(example_inputs)
+    if index is None:
+        return compiled
+    neuron = torch.neuron
+
+    def run(*args: Any) -> Any:
+        previous = neuron.current_device()
+        if previous == index:
+            return compiled(*args)
+        neuron.set_device(index)
+        try:
+            return compiled(*args)
+        finally:
+            neuron.set_device(previous)
+
+    run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
+    return run

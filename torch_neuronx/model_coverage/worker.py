@@ -1,0 +1,53 @@
+"""A model-coverage worker process: ``python -m torch_neuronx.model_coverage.worker DEVICE [OPTIONS_JSON]``.
+
+Reads one architecture name per line on stdin, runs :func:`~.checks.check_architecture` on
+``DEVICE`` and writes one line ``@@compat@@ <report JSON>`` per architecture on stdout (other
+output of the models — prints, warnings — goes to stderr, which the runner discards). Each
+architecture runs in this long-lived process with Dynamo reset between them, so imports and
+Inductor's kernel cache are paid once per worker; the runner restarts a worker that crashes or
+exceeds the per-architecture timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+
+MARK = "@@compat@@ "
+
+
+def main() -> int:
+    """Serves architectures from stdin until EOF (module docstring); returns the exit status."""
+    device = sys.argv[1]
+    options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # model prints must not corrupt the protocol
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TORCH_NEURONX_RECOMPILE_WARN", "0")
+
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    from .checks import check_architecture
+
+    torch.set_num_threads(int(options.pop("threads", 1)))
+    for line in sys.stdin:
+        model_type = line.strip()
+        if not model_type:
+            continue
+        try:
+            report = check_architecture(model_type, device=device, **options)
+        except Exception as err:  # noqa: BLE001 - a bug of the harness itself: report, keep serving
+            from .checks import CHECKS, FAIL, Outcome, Report
+
+            report = Report(model_type, outcomes={c: Outcome(FAIL, f"model-coverage harness error: {err!r}"[:300])
+                                                  for c in CHECKS})
+        torch._dynamo.reset()
+        out.write(MARK + json.dumps(report.to_dict()) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
