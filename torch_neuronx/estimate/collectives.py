@@ -35,7 +35,7 @@ import torch.distributed as dist
 from .topology import GroupShape, Placement
 
 __all__ = ["CollectiveKind", "CollectiveCall", "CollectiveTime", "CollectiveModel", "describe", "is_collective",
-           "is_wait", "BUS_FACTOR"]
+           "is_wait", "BUS_FACTOR", "group_of", "on_neuron_backend", "resolve_group", "kind_of"]
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
                          "gather", "scatter", "send", "recv", "barrier"]
@@ -129,6 +129,27 @@ _FUNCTIONAL: dict[str, tuple[str, int, int]] = {
 }
 
 
+# op names of the "neuron" process group's collectives -> kinds
+_PG_OPS: dict[str, str] = {
+    "all_reduce": "all_reduce", "all_reduce_coalesced": "all_reduce", "reduce": "reduce",
+    "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter", "all_gather": "all_gather",
+    "all_gather_coalesced": "all_gather", "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather", "gather": "gather", "scatter": "scatter",
+    "broadcast": "broadcast", "all_to_all_single": "all_to_all", "all_to_all": "all_to_all", "barrier": "barrier",
+}
+
+
+def kind_of(op: str) -> CollectiveKind | None:
+    """The kind of a ``"neuron"`` process-group op name (``"all_reduce"``, ``"send to rank 1"``...); None for
+    an umbrella op (``"coalesced"``) whose parts are reported on their own."""
+    if op.startswith("send"):
+        return "send"
+    if op.startswith("recv"):
+        return "recv"
+    return _PG_OPS.get(op)
+
+
 def is_collective(func) -> bool:
     """True for a collective op (``c10d.*``, ``_c10d_functional(_autograd).*``) other than ``wait_tensor``."""
     ns = func.namespace
@@ -157,6 +178,25 @@ def resolve_group(group) -> dist.ProcessGroup:
     return dist.ProcessGroup.unbox(group)
 
 
+def group_of(func, args, kwargs) -> dist.ProcessGroup:
+    """The process group a collective op (``is_collective(func)``) runs on."""
+    name = func._overloadpacket.__name__
+    if func.namespace == "c10d":
+        return resolve_group(args[_C10D[name][1]])
+    index = _FUNCTIONAL[name][1]
+    return resolve_group(args[index] if len(args) > index else kwargs.get("group_name"))
+
+
+def on_neuron_backend(pg: dist.ProcessGroup) -> bool:
+    """True when ``pg`` runs on backend ``"neuron"`` (whose process group reports its collectives to the
+    estimator itself)."""
+    try:
+        backend = pg._get_backend(torch.device("neuron"))
+    except (RuntimeError, AttributeError):
+        return False
+    return getattr(backend, "getBackendName", lambda: "")() == "neuron"
+
+
 def describe(func, args, kwargs, out) -> CollectiveCall:
     """The :class:`CollectiveCall` of one collective op (``is_collective(func)`` must hold).
 
@@ -165,18 +205,16 @@ def describe(func, args, kwargs, out) -> CollectiveCall:
     """
     name = func._overloadpacket.__name__
     if func.namespace == "c10d":
-        kind, pg_index, size_index = _C10D[name]
-        pg = resolve_group(args[pg_index])
+        kind, _, size_index = _C10D[name]
         nbytes = _bytes(args[size_index]) if size_index >= 0 else 0
         sample = _first_tensor(args[size_index]) if size_index >= 0 else None
     else:
         if name not in _FUNCTIONAL:
             raise ValueError(f"no collective rule for {func}")
-        kind, pg_index, size_index = _FUNCTIONAL[name]
-        group_arg = args[pg_index] if len(args) > pg_index else kwargs.get("group_name")
-        pg = resolve_group(group_arg)
+        kind, _, size_index = _FUNCTIONAL[name]
         nbytes = _bytes(out) if size_index == -2 else _bytes(args[size_index])
         sample = _first_tensor(args[0])
+    pg = group_of(func, args, kwargs)
     ranks = tuple(dist.get_process_group_ranks(pg))
     group_name = pg.group_name if hasattr(pg, "group_name") else str(id(pg))
     dtype = str(sample.dtype).replace("torch.", "") if sample is not None else ""

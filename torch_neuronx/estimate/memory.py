@@ -3,7 +3,7 @@
 The same model as PyTorch's ``torch.distributed._tools.mem_tracker.MemTracker`` (storage-keyed weak
 references, freed when the storage dies), written for the estimator because MemTracker is not an infra
 mode (it stops ``torch.compile`` from compiling) and needs a reset between steps. A storage counts its
-``UntypedStorage.nbytes()``, which is what the device's allocator accounts (``csrc/Allocator.cpp``: the
+``UntypedStorage.nbytes()``, which is what the device's allocator accounts (``csrc/runtime/DeviceAllocator.cpp``: the
 request, no rounding), so on a real run the peak equals ``torch.neuron.max_memory_allocated()``; on fake
 tensors it is the peak the run would reach.
 

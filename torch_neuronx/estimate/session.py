@@ -24,7 +24,17 @@ from torch.utils import _pytree as pytree
 from ..runtime.platforms import Platform, get_platform
 from . import active, dtensor_propagation
 from .calibration import ModelConstants, default_constants
-from .collectives import CollectiveCall, CollectiveModel, CollectiveTime, describe, is_collective, is_wait
+from .collectives import (
+    CollectiveCall,
+    CollectiveModel,
+    CollectiveTime,
+    describe,
+    group_of,
+    is_collective,
+    is_wait,
+    kind_of,
+    on_neuron_backend,
+)
 from .costs import CostTable, OpCost
 from .events import GraphInfo, KernelInfo, OpEvent, Segment
 from .fusion import NO_WORK
@@ -254,7 +264,7 @@ class EstimateSession:
                 written += _neuron_tensors(value)
         if is_collective(func):
             call = describe(func, args, kwargs, out)
-            if self._real_neuron_group(func, args, kwargs):
+            if on_neuron_backend(group_of(func, args, kwargs)):
                 return                      # the "neuron" process group reports it itself (no double count)
             self._add_collective(call, reads, [(id(t.untyped_storage()), _nbytes(t)) for t in written])
             for t in outs:
@@ -297,20 +307,6 @@ class EstimateSession:
             return False
         return f"{func.namespace}::{func._overloadpacket.__name__}" in mod.NKI_OPS
 
-    @staticmethod
-    def _real_neuron_group(func, args, kwargs) -> bool:
-        from .collectives import _C10D, _FUNCTIONAL, resolve_group
-
-        name = func._overloadpacket.__name__
-        try:
-            if func.namespace == "c10d":
-                pg = resolve_group(args[_C10D[name][1]])
-            else:
-                pg = resolve_group(args[_FUNCTIONAL[name][1]])
-            backend = pg._get_backend(torch.device("neuron")) if hasattr(pg, "_get_backend") else pg
-            return getattr(backend, "getBackendName", lambda: "")() == "neuron"
-        except Exception:
-            return False
 
     def _add_collective(self, call: CollectiveCall, reads=(), writes=(), note: str = "") -> OpEvent:
         t = self.collectives.time(call.kind, call.nbytes, call.ranks)
@@ -324,13 +320,30 @@ class EstimateSession:
         return self._add_collective(call).collective_time
 
     # --- hooks of other layers ----------------------------------------------------------------------------
-    def record_collective(self, kind: str, tensors, ranks, group: str) -> None:
-        """Called by the ``"neuron"`` process group for each collective it runs (real runs)."""
-        ts = _neuron_tensors(tensors)
-        nbytes = sum(map(_nbytes, ts))
-        call = CollectiveCall(kind, nbytes, tuple(ranks), group, dtype_name(ts[0].dtype) if ts else "")
-        keys = [(id(t.untyped_storage()), _nbytes(t)) for t in ts]
-        self._add_collective(call, keys, keys)
+    def record_collective(self, op: str, outputs, inputs, ranks, group: str, peer: int | None = None) -> None:
+        """Called by the ``"neuron"`` process group for each collective it runs (real runs).
+
+        Args:
+            op: its op name (``"all_reduce"``, ``"all_gather_into_tensor"``, ``"send to rank 1"``...).
+            outputs, inputs: the tensors it writes and reads (a tensor, list or list of lists, or None).
+            ranks: global ranks of the group; group: its name; peer: group rank of a send/recv's peer.
+        """
+        kind = kind_of(op)
+        if kind is None:
+            return
+        outs, ins = _neuron_tensors(outputs), _neuron_tensors(inputs)
+        # nccom-test's size: the gathered output of an all-gather, the full input of a reduce-scatter
+        sized = ins if kind in ("reduce_scatter", "scatter", "all_to_all", "send") and ins else (outs or ins)
+        nbytes = sum(map(_nbytes, sized))
+        ranks = tuple(ranks)
+        if kind in ("send", "recv") and peer is not None and peer < len(ranks):
+            me = torch.distributed.get_rank() if torch.distributed.is_initialized() else ranks[0]
+            ranks = (me, ranks[peer])
+        call = CollectiveCall(kind, nbytes, ranks, group, dtype_name(sized[0].dtype) if sized else "")
+        self._add_collective(call, [(id(t.untyped_storage()), _nbytes(t)) for t in ins + outs],
+                             [(id(t.untyped_storage()), _nbytes(t)) for t in outs])
+        for t in outs:
+            self.memory.track(t, "collective_buffers")
 
     def record_nki_kernel(self, info: KernelInfo, inputs=(), outputs=()) -> None:
         """Called by ``nki_op`` for each NKI kernel launch (costed by the NKI cost model)."""

@@ -1,7 +1,7 @@
 """FLOP formulas of the ``neuron`` device's fused attention op for ``torch.utils.flop_counter``.
 
 On ``neuron``, ``scaled_dot_product_attention`` runs ``aten._scaled_dot_product_fused_attention_overrideable``
-(and its ``_backward``) whenever PyTorch's CPU flash kernel applies (``csrc/Attention.cpp``). PyTorch's
+(and its ``_backward``) whenever PyTorch's CPU flash kernel applies (``csrc/aten/Attention.cpp``). PyTorch's
 ``FlopCounterMode`` has no formula for that op and counts it as 0 FLOPs, so it under-counts every
 transformer step on the device. :func:`register` adds PyTorch's own attention formulas
 (``sdpa_flop_count`` / ``sdpa_backward_flop_count``: 2 matmuls forward, 5 backward, non-causal, as for

@@ -75,7 +75,7 @@ SOURCES: dict[str, str] = {
                       "2023-09-28; the same on-demand rates since c6ec6484, 2023-02-27)",
     "on-demand-inf2": _DOCS + "general/benchmarks/inf2/inf2_instance_prices.csv (at commit 277baef4, "
                       "2023-09-28)",
-    "on-demand-trn1n": "huggingface/optimum-neuron:docs/source/tutorials/fine_tune_bert.mdx (at commit "
+    "on-demand-trn1n": "huggingface/optimum-neuron/docs/source/tutorials/fine_tune_bert.mdx (at commit "
                        "05e6822e, 2024-01-10; its price table links aws.amazon.com/ec2/instance-types/trn1)",
     # runtime: host-side cost of one synchronous model invocation
     "vllm-neuron-async": _DOCS + "vllm-neuron/docs/design/framework/async_execution.md (Neuron 2.32, "
