@@ -191,7 +191,9 @@ def on_neuron_backend(pg: dist.ProcessGroup) -> bool:
     """True when ``pg`` runs on backend ``"neuron"`` (whose process group reports its collectives to the
     estimator itself)."""
     try:
-        backend = pg._get_backend(torch.device("neuron"))
+        if pg.getBackendName() == "neuron":                    # the Python process group itself
+            return True
+        backend = pg._get_backend(torch.device("neuron"))       # a c10d group wrapping it
     except (RuntimeError, AttributeError):
         return False
     return getattr(backend, "getBackendName", lambda: "")() == "neuron"
