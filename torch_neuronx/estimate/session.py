@@ -345,8 +345,12 @@ class EstimateSession:
         for t in outs:
             self.memory.track(t, "collective_buffers")
 
-    def record_nki_kernel(self, info: KernelInfo, inputs=(), outputs=()) -> None:
-        """Called by ``nki_op`` for each NKI kernel launch (costed by the NKI cost model)."""
+    def record_nki_kernel(self, name: str, platform: str, latency_s: float, engine_busy_s: dict, flops: float,
+                          dma_bytes: int, inputs=(), outputs=()) -> None:
+        """Called by ``nki_op`` for each NKI kernel launch, costed by the NKI simulator's cost model on this
+        estimate's platform: ``latency_s`` of the launch, busy seconds per engine (tensor, vector, scalar,
+        gpsimd, dma), matmul ``flops``, ``dma_bytes`` moved."""
+        info = KernelInfo(name, platform, latency_s, dict(engine_busy_s), flops, dma_bytes)
         ins, outs = _neuron_tensors(inputs), _neuron_tensors(outputs)
         cost = OpCost("nki_kernel", int(info.flops), dict(info.engine_busy_s), int(info.dma_bytes))
         self.signatures.add(("nki:" + info.name, tuple((tuple(t.shape), t.dtype) for t in ins), ()))
