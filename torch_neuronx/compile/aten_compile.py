@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import torch
 
+from ..estimate.graphs import GraphLauncher
 from . import cache, debug, metrics
 from .cache import GraphKind
 from .cache_key import graph_cache_key
@@ -70,8 +71,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             ``is_inference``, ``cudagraphs``...).
 
     Returns:
-        An Inductor ``CompiledFxGraph`` (boxed calling convention), or under fallback
-        execution an eager boxed callable of ``gm``.
+        An Inductor ``CompiledFxGraph`` (boxed calling convention) in a
+        :class:`~torch_neuronx.estimate.graphs.GraphLauncher`, or under fallback execution an
+        eager boxed callable of ``gm``.
 
     Raises:
         NeuronCompileError: code generation failed and fallback execution is disabled.
@@ -110,4 +112,5 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
                 metrics.record_compile_time(time.perf_counter() - t0)
     debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))
-    return found.value
+    # each launch is reported to torch_neuronx.estimate while one records (one attribute read otherwise)
+    return GraphLauncher(found.value, gm, kind, key)

@@ -45,8 +45,8 @@ __all__ = ["OpClass", "Engine", "OpCost", "CostTable", "ENGINES"]
 aten = torch.ops.aten
 
 OpClass = Literal["matmul", "attention", "elementwise", "reduction", "normalization", "data_movement",
-                  "random", "optimizer", "collective", "nki_kernel", "host_sync", "host_fallback", "memory",
-                  "view", "uncosted"]
+                  "random", "optimizer", "collective", "nki_kernel", "compiled_graph", "host_sync", "host_fallback",
+                  "memory", "view", "uncosted"]
 Engine = Literal["tensor", "vector", "scalar", "gpsimd"]
 ENGINES: tuple[Engine, ...] = ("tensor", "vector", "scalar", "gpsimd")
 
@@ -132,7 +132,14 @@ _MOVE = {"embedding": "out2", "index": "out2", "index_select": "out2", "gather":
          "pixel_shuffle": "inout", "pixel_unshuffle": "inout", "polar": "inout", "view_as_real": "inout",
          "view_as_complex": "inout", "slice_backward": "inout", "select_backward": "inout",
          "index_select_backward": "inout", "gather_backward": "inout", "diagonal_backward": "inout",
-         "unfold_backward": "inout", "as_strided_copy": "inout", "embedding_backward": "inout"}
+         "unfold_backward": "inout", "as_strided_copy": "inout", "embedding_backward": "inout",
+         "_unsafe_masked_index": "out2", "_unsafe_masked_index_put_accumulate": "src2",
+         "_unsafe_index_put": "src2"}
+# prims ops that appear in compiled graphs -> rule
+_PRIMS = {"convert_element_type": "_copy", "iota": "_random", "device_put": "_copy", "rng_uniform": "_random",
+          "squeeze": "_view", "broadcast_in_dim": "_view", "view_of": "_view", "collapse_view": "_view",
+          "split_dim": "_view", "transpose": "_view", "as_strided": "_view", "inductor_random": "_random",
+          "inductor_seeds": "_random", "inductor_lookup_seed": "_random"}
 _FSDP_COPIES = {"all_gather_copy_in", "chunk_cat", "split_with_sizes_copy"}
 _MOVE.update(dict.fromkeys(_FSDP_COPIES, "inout"))
 _ATTENTION = {"_scaled_dot_product_fused_attention_overrideable", "_scaled_dot_product_flash_attention_for_cpu",
@@ -230,6 +237,8 @@ class CostTable:
         ns = func.namespace
         name = func._overloadpacket.__name__
         base = _base_name(func)
+        if ns == "prims" and name in _PRIMS:
+            return getattr(self, _PRIMS[name])              # primitives in compiled graphs' decompositions
         if ns in ("prim", "profiler") or (ns == "aten" and (name in _NO_COST or func.is_view)):
             return self._view
         if ns == "fsdp" and name in _FSDP_COPIES:

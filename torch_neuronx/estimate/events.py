@@ -33,16 +33,20 @@ class KernelInfo:
 
 @dataclass(frozen=True)
 class GraphInfo:
-    """One launch of a compiled graph (``torch.compile(backend="neuron")``) and what Inductor fused.
+    """One launch of a compiled graph (``torch.compile(backend="neuron")``): its kernels as compiled, and its
+    ops run one by one (the eager equivalent).
 
     Attributes:
-        name: the graph's function and kind; nodes: fused kernels (Inductor scheduler nodes);
-        fused_ops: ATen ops Inductor fused into those kernels (count).
+        name: the graph's kind and cache key prefix.
+        kernels: per kernel of the compiled graph, (busy seconds per engine at peak rate, HBM bytes, DMA
+            transfers); fused_ops: ATen ops fused into its fused kernels.
+        eager: the same per ATen op (each op its own kernel).
     """
 
     name: str
-    nodes: int
+    kernels: tuple
     fused_ops: int
+    eager: tuple
 
 
 @dataclass(slots=True)

@@ -8,9 +8,11 @@ run eagerly), an infra mode does not.
 * DTensor ops are passed on (``NotImplemented``): DTensor runs them as local ops, which come back here with
   the local shapes a rank really computes; the global-shape ops of DTensor's sharding propagation are
   skipped (:mod:`.dtensor_propagation`).
-* :class:`ProgramContext` keeps the module stack (global forward hooks, ``torch.nn.modules.module``) and
-  the phase: backward while autograd's engine runs a graph task, optimizer between the global optimizer
-  step hooks (``torch.optim.optimizer``), forward inside a module, otherwise other.
+* :class:`ProgramContext` keeps the phase: backward while autograd's engine runs a graph task, optimizer
+  between the global optimizer step hooks (``torch.optim.optimizer``), otherwise forward; and, when asked
+  (``module_names``), the module stack from forward hooks on the given modules, to label the top ops.
+  Module hooks are opt-in because Dynamo guards on them: a model compiled with them recompiles without
+  them (and global module hooks make ``torch.compile`` warn and fire them twice).
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ class ProgramContext:
     """Module stack and phase of the running program (installed while an estimate is active).
 
     Args:
-        names: module -> fully qualified name, for the modules the user passed (others show their class).
+        names: module -> fully qualified name of the modules to hook for module labels (empty: no hooks).
     """
 
     def __init__(self, names: dict | None = None):
@@ -68,7 +70,6 @@ class ProgramContext:
         self._handles: list = []
 
     def install(self) -> None:
-        from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim
 
         def pre(mod, args):
@@ -84,10 +85,11 @@ class ProgramContext:
         def opt_post(opt, args, kwargs):
             self.optimizer_depth -= 1
 
-        self._handles = [nn_module.register_module_forward_pre_hook(pre),
-                         nn_module.register_module_forward_hook(post, always_call=True),
-                         optim.register_optimizer_step_pre_hook(opt_pre),
+        self._handles = [optim.register_optimizer_step_pre_hook(opt_pre),
                          optim.register_optimizer_step_post_hook(opt_post)]
+        for mod in self.names:
+            self._handles.append(mod.register_forward_pre_hook(pre))
+            self._handles.append(mod.register_forward_hook(post, always_call=True))
 
     def remove(self) -> None:
         for h in self._handles:
@@ -101,9 +103,9 @@ class ProgramContext:
 
     @property
     def phase(self) -> str:
-        """``"backward"``, ``"optimizer"``, ``"forward"`` or ``"other"``."""
+        """``"backward"``, ``"optimizer"`` or ``"forward"``."""
         if torch._C._current_graph_task_id() != -1:
             return "backward"
         if self.optimizer_depth:
             return "optimizer"
-        return "forward" if self.stack else "other"
+        return "forward"

@@ -45,8 +45,7 @@ from .topology import Placement, resolve_instance
 
 __all__ = ["EstimateSession", "estimate"]
 
-_PHASE_CATEGORY = {"forward": "activations", "backward": "temporaries", "optimizer": "optimizer_state",
-                   "other": "other"}
+_PHASE_CATEGORY = {"forward": "activations", "backward": "temporaries", "optimizer": "optimizer_state"}
 
 
 def _neuron_tensors(x) -> list[torch.Tensor]:
@@ -69,7 +68,8 @@ class EstimateSession:
     def __init__(self, platform: str | Platform = "trn2", lnc: int | None = None, instance: str | None = None,
                  instances: int = 1, price_per_hour: float | None = None, modules=(), optimizers=(),
                  compiled: bool | None = None, constants: ModelConstants | None = None,
-                 tokens_per_step: int | None = None, trace: str | None = None):
+                 tokens_per_step: int | None = None, trace: str | None = None, module_names: bool = False):
+        self.module_names = module_names
         self.platform = get_platform(platform) if not isinstance(platform, Platform) else platform
         self.lnc = self.platform.chip.default_lnc if lnc is None else int(lnc)
         self.constants = constants or default_constants()
@@ -110,8 +110,9 @@ class EstimateSession:
             raise RuntimeError("torch_neuronx.estimate() is already active: estimates do not nest; finish the "
                                "outer one first")
         names = {}
-        for root in self.modules:
-            names.update({m: n or type(root).__name__ for n, m in root.named_modules()})
+        if self.module_names:
+            for root in self.modules:
+                names.update({m: n or type(root).__name__ for n, m in root.named_modules()})
         self._seed_memory()
         dtensor_propagation.install()
         self._context = ProgramContext(names)
@@ -357,13 +358,40 @@ class EstimateSession:
         self._event(f"nki:{info.name}", cost, [(id(t.untyped_storage()), _nbytes(t)) for t in ins],
                     [(id(t.untyped_storage()), _nbytes(t)) for t in outs], self._shapes(ins), kernel=info)
 
-    def record_graph(self, info: GraphInfo, cost: OpCost, key: str, inputs=(), outputs=()) -> None:
-        """Called by backend ``"neuron"`` for each compiled-graph launch (``cost`` from Inductor's fused
-        kernels); ``key`` identifies the graph (distinct keys = first-run compiles)."""
-        self.graph_keys.add(key)
-        ins, outs = _neuron_tensors(inputs), _neuron_tensors(outputs)
+    def launch_graph(self, launcher, args):
+        """Runs one launch of a compiled graph (a :class:`~.graphs.GraphLauncher`) and records it: one event
+        costed from the graph's ATen ops (:func:`~.graphs.graph_cost`), its outputs counted in memory."""
+        from .graphs import graph_cost
+
+        boxed = launcher._boxed_call and len(args) == 1 and isinstance(args[0], list)
+        inputs = list(args[0]) if boxed else list(args)
+        with self.paused():
+            out = launcher.compiled(*args)
+        cached = launcher.costs.get(id(self))
+        if cached is None:
+            events, kernels, collectives = graph_cost(launcher.gm, self)
+            info = GraphInfo(f"{launcher.kind} {launcher.key[:12]}",
+                             tuple((dict(k.engine_s), k.hbm_bytes, k.dma_transfers) for k in kernels),
+                             sum(len(k.events) for k in kernels if not k.extern),
+                             tuple((dict(e.cost.engine_s), e.cost.hbm_bytes, e.cost.dma_transfers) for e in events))
+            engines: dict = {}
+            for e in events:
+                for engine, s in e.cost.engine_s.items():
+                    engines[engine] = engines.get(engine, 0.0) + s
+            cost = OpCost("compiled_graph", sum(e.cost.flops for e in events), engines,
+                          sum(k.hbm_bytes for k in kernels))
+            cached = launcher.costs[id(self)] = (info, cost, collectives)
+        info, cost, collectives = cached
+        self.graph_keys.add(launcher.key)
+        ins, outs = _neuron_tensors(inputs), _neuron_tensors(out)
+        category = _PHASE_CATEGORY[self._context.phase] if self._context else "other"
+        for t in outs:
+            self.memory.track(t, category)
         self._event(f"graph:{info.name}", cost, [(id(t.untyped_storage()), _nbytes(t)) for t in ins],
                     [(id(t.untyped_storage()), _nbytes(t)) for t in outs], self._shapes(ins), graph=info)
+        for call in collectives:
+            self._add_collective(call)
+        return out
 
     # --- result --------------------------------------------------------------------------------------------
     def build_report(self):
@@ -376,7 +404,8 @@ class EstimateSession:
 def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance: str | None = None,
              instances: int = 1, price_per_hour: float | None = None, modules=(), optimizers=(),
              compiled: bool | None = None, constants: ModelConstants | None = None,
-             tokens_per_step: int | None = None, trace: str | None = None) -> EstimateSession:
+             tokens_per_step: int | None = None, trace: str | None = None,
+             module_names: bool = False) -> EstimateSession:
     """Estimate what the code run inside ``with`` costs on Trainium.
 
     Args:
@@ -393,6 +422,8 @@ def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance
         constants: fitted constants to use instead of ``calibration.default_constants()``.
         tokens_per_step: tokens one step processes (for tokens/s and $ per million tokens).
         trace: write the chrome trace (Perfetto) to this path on exit.
+        module_names: label the top ops with the names of ``modules``' submodules (forward hooks on them;
+            Dynamo guards on module hooks, so a model compiled with them recompiles without them).
 
     Returns:
         the session; ``session.report`` after the block.
@@ -402,4 +433,4 @@ def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance
         RuntimeError: an estimate is already active.
     """
     return EstimateSession(platform, lnc, instance, instances, price_per_hour, modules, optimizers, compiled,
-                           constants, tokens_per_step, trace)
+                           constants, tokens_per_step, trace, module_names)

@@ -83,10 +83,29 @@ def _engines(k: Kernel, roofline: Roofline) -> dict:
     return out
 
 
-def _kernel_time(k: Kernel, engines: dict, roofline: Roofline) -> tuple[float, float, float]:
+def _graph_time(parts, roofline: Roofline) -> tuple[float, float, float]:
+    """(device seconds, HBM seconds, DMA fixed seconds) of a compiled graph's kernels (or of its ops run one by
+    one): each ``max(slowest engine, HBM time) + DMA fixed cost``, in sequence."""
+    total = hbm_total = dma_total = 0.0
+    for engines, hbm_bytes, transfers in parts:
+        busy = dict(engines)
+        if "tensor" in busy:
+            busy["tensor"] = roofline.tensor_sustained(busy["tensor"])
+        hbm = roofline.hbm_seconds(hbm_bytes)
+        dma = transfers * roofline.dma_fixed_s
+        total += max(max(busy.values(), default=0.0), hbm) + dma
+        hbm_total += hbm
+        dma_total += dma
+    return total, hbm_total, dma_total
+
+
+def _kernel_time(k: Kernel, engines: dict, roofline: Roofline, mode: Mode = "compiled") -> tuple[float, float, float]:
     """(device seconds, HBM seconds, DMA fixed seconds) of a kernel."""
     if k.first.kernel is not None:                        # NKI kernel: its own cost model's latency
         return k.first.kernel.latency_s, 0.0, 0.0
+    if k.first.graph is not None:                         # a compiled graph launch (or its ops, eagerly)
+        g = k.first.graph
+        return _graph_time(g.kernels if mode == "compiled" else g.eager, roofline)
     hbm = roofline.hbm_seconds(k.hbm_bytes)
     dma = k.dma_transfers * roofline.dma_fixed_s
     return max(max(engines.values(), default=0.0), hbm) + dma, hbm, dma
@@ -152,7 +171,12 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
             if ev.wait:
                 continue
             if mode == "eager" or ev.graph is not None:
-                launch = eager_launch_s if ev.graph is None else graph_launch_s
+                if ev.graph is None:
+                    launch = eager_launch_s
+                elif mode == "compiled":
+                    launch = graph_launch_s
+                else:                                     # the graph's ops launched one by one
+                    launch = eager_launch_s * len(ev.graph.eager)
                 out.intervals.append(Interval("launch/host", ev.name, "launch", t, launch, seg_index, {}))
                 out.busy_s["launch"] += launch * rep
                 out.class_s["launch overhead"] += launch * rep
@@ -160,7 +184,7 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
             for e in k.events:
                 out.event_start[e.index] = (seg_index, t)
             engine_busy = _engines(k, roofline)
-            dur, hbm, dma = _kernel_time(k, engine_busy, roofline)
+            dur, hbm, dma = _kernel_time(k, engine_busy, roofline, mode)
             name = ev.name if len(k.events) == 1 else f"fused[{len(k.events)}]: {ev.name} ..."
             for engine in ENGINES:
                 s = engine_busy.get(engine, 0.0)
@@ -175,7 +199,10 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
             if ev.kernel is not None:
                 out.busy_s["dma"] += ev.kernel.engine_busy_s.get("dma", 0.0) * rep
             out.busy_s["dma fixed cost"] += dma * rep
-            out.hbm_bytes += (k.hbm_bytes if ev.kernel is None else ev.kernel.dma_bytes) * rep
+            if ev.graph is not None and mode == "eager":
+                out.hbm_bytes += sum(part[1] for part in ev.graph.eager) * rep
+            else:
+                out.hbm_bytes += (k.hbm_bytes if ev.kernel is None else ev.kernel.dma_bytes) * rep
             out.kernels += rep
             weights = [sum(e.cost.engine_s.values()) + e.cost.hbm_bytes * 1e-12 for e in k.events]
             total_w = sum(weights) or 1.0

@@ -190,7 +190,7 @@ def run_estimate(setup: Setup):
             seq = (config.image_size // config.patch_size) ** 2 + 1
         session = EstimateSession(setup.platform, setup.lnc, setup.instance, setup.instances, setup.price_per_hour,
                                   modules=[model], compiled=setup.compiled, constants=setup.constants,
-                                  trace=setup.trace)
+                                  trace=setup.trace, module_names=True)
         session.task = setup.task
         session.notes += notes
         if setup.task == "train":
