@@ -67,7 +67,7 @@ class Assumption:
 
 FITTED: tuple[FittedConstant, ...] = (
     FittedConstant(
-        "eta_tensor", 0.5203, "fraction",
+        "eta_tensor", 0.5209, "fraction",
         "sustained fraction of the Tensor Engine peak (tile-quantised cycles at the published clock) "
         "reached by compiled matmuls and attention",
         "nxd-llama3.1-70b-pretrain-trn1-32nodes", "7.94 seq/s"),

@@ -1,7 +1,7 @@
 """Collectives: what a collective op moves, over which ranks, and how long it takes on Trainium.
 
-**What** (:func:`describe`): for every ``c10d.*`` op (``torch.distributed`` calls, FSDP2) and
-``_c10d_functional.*`` op (DTensor, functional collectives) the kind, the buffer size ``S`` in nccom-test's
+**What** (:func:`describe`): for every ``c10d.*`` op (``torch.distributed`` calls, FSDP2),
+``_c10d_functional.*`` op (DTensor, functional collectives) and ``_dtensor.shard_dim_alltoall`` the kind, the buffer size ``S`` in nccom-test's
 sense (all-reduce: the buffer; all-gather: the gathered output; reduce-scatter: the full input) and the
 process group, whose global ranks ``torch.distributed.get_process_group_ranks`` gives.
 
@@ -126,6 +126,7 @@ _FUNCTIONAL: dict[str, tuple[str, int, int]] = {
     "reduce_scatter_tensor": ("reduce_scatter", 3, 0), "reduce_scatter_tensor_out": ("reduce_scatter", 3, 0),
     "reduce_scatter_tensor_coalesced": ("reduce_scatter", 3, 0),
     "all_to_all_single": ("all_to_all", 3, 0), "broadcast": ("broadcast", 2, 0), "broadcast_": ("broadcast", 2, 0),
+    "shard_dim_alltoall": ("all_to_all", 3, 0),          # _dtensor: a Shard(i) -> Shard(j) redistribution
 }
 
 
@@ -156,7 +157,7 @@ def is_collective(func) -> bool:
     name = func._overloadpacket.__name__
     if ns == "c10d":
         return name in _C10D
-    if ns in ("_c10d_functional", "_c10d_functional_autograd"):
+    if ns in ("_c10d_functional", "_c10d_functional_autograd", "_dtensor"):
         return name in _FUNCTIONAL
     return False
 

@@ -143,7 +143,10 @@ def build_model(so, config, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fs
             config.num_key_value_heads = tp
             notes.append(f"key/value heads replicated {kv} -> {tp} (one per tensor-parallel rank, as NxD does)")
         check_tp_degree(config, tp)
-    config._attn_implementation = "sdpa"
+    from . import attention
+
+    attention.register()
+    config._attn_implementation = attention.SDPA       # SDPA without a materialised mask (see attention.py)
     if kind == "causal_lm":
         cls = AutoModelForCausalLM
     elif kind == "vision":

@@ -5,6 +5,7 @@ Every output says it is an ESTIMATE. Units: seconds, bytes, FLOPs, USD.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Literal, TypedDict
@@ -236,6 +237,9 @@ def _schedule_one(session, constants, mode: Mode) -> Schedule:
                     lambda call: model.time(call.kind, call.nbytes, call.ranks), session.kernel_cache)
 
 
+_LAYER_INDEX = re.compile(r"\.\d+\.")
+
+
 def build_report(session, constants=None) -> EstimateReport:
     """Builds the report of a finished :class:`~.session.EstimateSession` (with ``constants`` instead of the
     session's, if given: the same recording re-estimated, which is how the constants are fitted)."""
@@ -268,7 +272,7 @@ def build_report(session, constants=None) -> EstimateReport:
     by_op: dict = defaultdict(lambda: [0.0, 0.0])
     for index, s in head.event_s.items():
         ev, rep = events[index]
-        key = (ev.name, ev.module)
+        key = (ev.name, _LAYER_INDEX.sub(".*.", ev.module))          # one row for the same op of every layer
         by_op[key][0] += rep
         by_op[key][1] += s
     top = sorted(by_op.items(), key=lambda kv: -kv[1][1])[:10]

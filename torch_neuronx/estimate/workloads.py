@@ -26,6 +26,7 @@ from typing import Literal
 
 import torch
 
+from . import attention
 from .calibration import ModelConstants
 from .models import load_config, model_kind
 from .parallel import build_model
@@ -33,11 +34,10 @@ from .session import EstimateSession
 from .shapes import ShapeOnly
 from .topology import Placement, resolve_instance
 
-__all__ = ["Setup", "run_estimate", "DTYPES", "RECOMPUTE_ATTENTION"]
+__all__ = ["Setup", "run_estimate", "DTYPES"]
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
 Task = Literal["train", "prefill", "decode"]
-RECOMPUTE_ATTENTION = "neuron_estimate_recomputed_sdpa"
 
 
 @dataclass
@@ -123,23 +123,6 @@ def _check(setup: Setup, config) -> None:
             f"NeuronCores: raise --instances (one instance has {placement.cores_per_instance}) or lower a degree")
 
 
-def _register_recomputed_attention() -> None:
-    """Registers, with transformers' public attention and mask interfaces, SDPA wrapped in a non-reentrant
-    ``torch.utils.checkpoint`` (attention recomputed in the backward)."""
-    from transformers import AttentionInterface
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-
-    def recomputed(module, query, key, value, attention_mask, **kwargs):
-        # preserve_rng_state=False: SDPA here has no dropout, and restoring the device RNG state from a fake
-        # tensor is not possible in a shape-only run
-        return torch.utils.checkpoint.checkpoint(sdpa_attention_forward, module, query, key, value, attention_mask,
-                                                 use_reentrant=False, preserve_rng_state=False, **kwargs)
-
-    AttentionInterface.register(RECOMPUTE_ATTENTION, recomputed)
-    AttentionMaskInterface.register(RECOMPUTE_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
-
-
 def _inputs(kind: str, config, batch: int, seq: int, dtype: torch.dtype) -> dict:
     if kind == "vision":
         size = config.image_size
@@ -149,7 +132,7 @@ def _inputs(kind: str, config, batch: int, seq: int, dtype: torch.dtype) -> dict
 
 def _positions(batch: int, start: int, length: int) -> dict:
     pos = torch.arange(start, start + length, device="neuron")
-    return {"position_ids": pos.unsqueeze(0).expand(batch, length), "cache_position": pos}
+    return {"position_ids": pos.unsqueeze(0).expand(batch, length)}
 
 
 def run_estimate(setup: Setup):
@@ -171,8 +154,6 @@ def run_estimate(setup: Setup):
         config.num_hidden_layers = layers
     kind = model_kind(config)
     param_dtype = DTYPES[setup.dtype]
-    if setup.recompute == "attention":
-        _register_recomputed_attention()
     world = setup.tp * setup.fsdp
     stride = world * setup.pp                                # ranks between data-parallel replicas
     with ShapeOnly(world_size=world) as so:
@@ -181,7 +162,7 @@ def run_estimate(setup: Setup):
             sequence_parallel=setup.sequence_parallel, kind=kind, task=setup.task)
         notes += build_notes
         if setup.recompute == "attention":
-            model.config._attn_implementation = RECOMPUTE_ATTENTION
+            model.config._attn_implementation = attention.RECOMPUTED_SDPA
         if setup.recompute == "full":
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False,
                                                                                "preserve_rng_state": False})
