@@ -67,16 +67,16 @@ class Assumption:
 
 FITTED: tuple[FittedConstant, ...] = (
     FittedConstant(
-        "eta_tensor", 0.5209, "fraction",
+        "eta_tensor", 0.5156, "fraction",
         "sustained fraction of the Tensor Engine peak (tile-quantised cycles at the published clock) "
         "reached by compiled matmuls and attention",
         "nxd-llama3.1-70b-pretrain-trn1-32nodes", "7.94 seq/s"),
     FittedConstant(
-        "eta_hbm", 0.7364, "fraction",
+        "eta_hbm", 0.7672, "fraction",
         "sustained fraction of the per-core HBM bandwidth reached by streamed tensors",
         "optimum-qwen3-32b-trn2-tp4-itl", "ITL 32.08 ms"),
     FittedConstant(
-        "alpha_cc_s", 1.315e-6, "s",
+        "alpha_cc_s", 1.338e-6, "s",
         "latency of one step of a collective algorithm inside an instance (Ring / KangaRing hop)",
         "nxdi-llama3.3-70b-trn2-tp64-tpot", "TPOT 19.6 ms"),
 )
