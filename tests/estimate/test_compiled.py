@@ -16,7 +16,9 @@ def tiny():
     return AutoModelForCausalLM.from_config(cfg).to("neuron")
 
 
-def test_compiled_launches_are_recorded_once_each_with_their_flops():
+def test_compiled_launches_are_recorded_once_each_with_their_flops(monkeypatch):
+    # compiled for real (no compile cache hit): Inductor schedules the graph and its fusion is captured
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", "1")
     model = tiny()
     ids = torch.randint(0, 256, (2, 32), device="neuron")
     with torch.no_grad():
@@ -41,6 +43,8 @@ def test_compiled_launches_are_recorded_once_each_with_their_flops():
     assert r.mode == "compiled" and r.first_run_compiles["graphs"] == 1
     assert r.flops == 2 * counter.get_total_flops()                            # same FLOPs as the eager model
     assert r.compiled_step_time_s < r.eager_step_time_s
+    # compiled inside the estimate: the kernels are what Inductor's scheduler fused
+    assert launches[0].graph.source == "inductor"
     assert launches[0].graph.fused_ops > 0 and len(launches[0].graph.kernels) < len(launches[0].graph.eager)
     assert not r.uncosted_ops
 
@@ -54,3 +58,21 @@ def test_compiled_launches_are_recorded_once_each_with_their_flops():
     launches = [ev for seg in est.segments for ev in seg.events if ev.graph is not None]
     assert len(launches) == 1 and est.report.flops == counter.get_total_flops()
     assert est.report.compiled_step_time_s > r.compiled_step_time_s / 2        # trn1 is no faster than trn2
+
+
+def test_a_graph_compiled_outside_any_estimate_uses_the_fusion_model():
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)).to("neuron")
+    compiled = torch.compile(mlp, backend="neuron")
+    x = torch.randn(32, 64, device="neuron")
+    with torch.no_grad():
+        compiled(x)
+        with torch_neuronx.estimate(platform="trn2") as est:
+            y = compiled(x)
+            compiled(x)
+        torch.testing.assert_close(y, mlp(x))
+    launches = [ev for seg in est.segments for ev in seg.events if ev.graph is not None]
+    assert len(launches) == 2 and launches[0].graph.source == "fusion model"
+    assert est.report.flops == 2 * 2 * 32 * (64 * 256 + 256 * 64)
+    # the GELU and bias adds are fused: fewer kernels than ops, less HBM traffic than op by op
+    g = launches[0].graph
+    assert len(g.kernels) < len(g.eager) and sum(k[1] for k in g.kernels) < sum(e[1] for e in g.eager)

@@ -41,12 +41,14 @@ class GraphInfo:
         kernels: per kernel of the compiled graph, (busy seconds per engine at peak rate, HBM bytes, DMA
             transfers); fused_ops: ATen ops fused into its fused kernels.
         eager: the same per ATen op (each op its own kernel).
+        source: ``"inductor"`` (the kernels Inductor fused, captured at compile time) or ``"fusion model"``.
     """
 
     name: str
     kernels: tuple
     fused_ops: int
     eager: tuple
+    source: str = "fusion model"
 
 
 @dataclass(slots=True)

@@ -6,10 +6,13 @@ only reads ``active.current`` and calls the compiled graph. While an estimate re
 
 * runs the compiled graph with op recording paused (its extern kernels, e.g. matmuls, would otherwise be
   recorded a second time as eager ops), and
-* is recorded as one event whose cost is the graph's ATen ops (``node.meta["val"]`` gives each one's shapes)
-  costed by :mod:`.costs` and fused by :mod:`.fusion`'s Inductor model into the kernels a compiled graph
-  runs; its eager equivalent (the same ops one by one) is kept beside it, so the report shows what
-  ``torch.compile`` saves. Collectives inside a graph on a process group other than ``"neuron"`` (the fake one
+* is recorded as one event costed from the graph's ATen ops (``node.meta["val"]`` gives each one's shapes,
+  :mod:`.costs` their engine work). The kernels are what Inductor fused when the graph was compiled while an
+  estimate was recording (:class:`InductorCapture`, Inductor's post-fusion scheduler pass: each scheduler
+  node's origin ATen ops and the bytes it reads and writes); for a graph compiled outside any estimate (or
+  loaded from the compile cache, where Inductor does not schedule) they are :mod:`.fusion`'s model of
+  Inductor's fusion over the same ops. Its eager equivalent (the same ops one by one) is kept beside it, so the
+  report shows what ``torch.compile`` saves. Collectives inside a graph on a process group other than ``"neuron"`` (the fake one
   of shape-only runs) are recorded as collectives after the graph; the ``"neuron"`` process group reports its
   own. NKI kernels inside a graph report themselves (:mod:`torch_neuronx.nki.torch_op`).
 
@@ -25,7 +28,38 @@ import torch
 
 from . import active
 
-__all__ = ["GraphLauncher", "graph_cost"]
+__all__ = ["GraphLauncher", "InductorCapture", "graph_cost"]
+
+
+class InductorCapture:
+    """Inductor's post-fusion scheduler pass (``torch._inductor.config._post_fusion_custom_pass``, a private
+    config that is not part of Inductor's cache key) that records what Inductor fused and changes nothing.
+
+    Attributes:
+        kernels: per scheduler node, ``(kind, origin ATen fx nodes, bytes read and written)`` (None until
+            Inductor scheduled the graph).
+    """
+
+    def __init__(self):
+        self.kernels: list | None = None
+
+    def __call__(self, nodes):
+        kernels = []
+        for node in nodes:
+            kind = type(node).__name__
+            if kind == "NopKernelSchedulerNode":
+                continue
+            origins = []
+            for sub in node.get_nodes():
+                ir = getattr(sub, "node", None)
+                origins.extend(getattr(ir, "origins", None) or ())
+            try:
+                nbytes = int(node.get_read_write_buffers_sizes())
+            except (AttributeError, NotImplementedError, TypeError):
+                nbytes = 0
+            kernels.append((kind, origins, nbytes))
+        self.kernels = kernels
+        return nodes
 
 
 class GraphLauncher:
@@ -35,13 +69,16 @@ class GraphLauncher:
         compiled: the compiled callable (boxed calling convention when it has ``_boxed_call``).
         gm: the ATen graph it was compiled from (read for costing; not run).
         kind: ``"forward"``, ``"backward"`` or ``"inference"``; key: the graph's cache key.
+        inductor: what Inductor fused, when it was captured while compiling.
     """
 
-    def __init__(self, compiled: Callable[..., Any], gm: torch.fx.GraphModule, kind: str, key: str):
+    def __init__(self, compiled: Callable[..., Any], gm: torch.fx.GraphModule, kind: str, key: str,
+                 inductor: InductorCapture | None = None):
         self.compiled = compiled
         self.gm = gm
         self.kind = kind
         self.key = key
+        self.inductor = inductor.kernels if inductor is not None else None
         self._boxed_call = getattr(compiled, "_boxed_call", False)
         self.costs: dict = {}
 
@@ -59,12 +96,13 @@ def _val(x):
     return x.meta.get("val") if isinstance(x, torch.fx.Node) else x
 
 
-def graph_cost(gm: torch.fx.GraphModule, session) -> tuple[list, list, list]:
-    """(events, kernels, collectives) of ``gm`` on ``session``'s platform.
+def graph_cost(gm: torch.fx.GraphModule, session, inductor: list | None = None) -> tuple[list, list, list, str]:
+    """(events, kernels, collectives, source) of ``gm`` on ``session``'s platform.
 
     ``events``: one :class:`~.events.OpEvent` per ATen op with device work (reads/writes keyed by node);
-    ``kernels``: :func:`~.fusion.fuse` of them; ``collectives``: the :class:`~.collectives.CollectiveCall` of
-    each collective node not on the ``"neuron"`` backend, in graph order.
+    ``kernels``: what Inductor fused (``inductor``, from :class:`InductorCapture`) or else :func:`~.fusion.fuse`
+    of the events; ``collectives``: the :class:`~.collectives.CollectiveCall` of each collective node not on
+    the ``"neuron"`` backend, in graph order; ``source``: ``"inductor"`` or ``"fusion model"``.
     """
     from .collectives import describe, group_of, is_collective, is_wait, on_neuron_backend
     from .costs import OpCost
@@ -74,6 +112,7 @@ def graph_cost(gm: torch.fx.GraphModule, session) -> tuple[list, list, list]:
     events: list = []
     collectives: list = []
     alive: set[int] = set()
+    by_node: dict = {}
 
     def nbytes(v) -> int:
         return v.numel() * v.element_size() if isinstance(v, torch.Tensor) else 0
@@ -113,5 +152,31 @@ def graph_cost(gm: torch.fx.GraphModule, session) -> tuple[list, list, list]:
                     and isinstance(node.args[i], torch.fx.Node):
                 writes.append((id(node.args[i]), nbytes(node.args[i].meta.get("val"))))
         events.append(OpEvent(len(events), str(func), cost, "", "", 0, tuple(reads), tuple(writes)))
-    kernels = fuse(events, lambda key: key in alive)
-    return events, kernels, collectives
+        by_node[node] = events[-1]
+    if inductor:
+        return events, _inductor_kernels(inductor, by_node), collectives, "inductor"
+    return events, fuse(events, lambda key: key in alive), collectives, "fusion model"
+
+
+def _inductor_kernels(captured: list, by_node: dict) -> list:
+    """Kernels of Inductor's scheduler nodes: each origin ATen op's engine work counted once (in the first
+    kernel naming it), the node's own bytes read and written."""
+    from .fusion import Kernel
+
+    claimed: set = set()
+    kernels = []
+    for kind, origins, nbytes in captured:
+        events = []
+        for origin in origins:
+            ev = by_node.get(origin)
+            if ev is not None and id(origin) not in claimed:
+                claimed.add(id(origin))
+                events.append(ev)
+        engines: dict = {}
+        for ev in events:
+            for engine, sec in ev.cost.engine_s.items():
+                engines[engine] = engines.get(engine, 0.0) + sec
+        extern = kind.startswith("Extern")
+        hbm = sum(ev.cost.hbm_bytes for ev in events) if extern and not nbytes else nbytes
+        kernels.append(Kernel(events, extern, engines, hbm, max((ev.cost.dma_transfers for ev in events), default=0)))
+    return kernels

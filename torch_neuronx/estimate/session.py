@@ -369,11 +369,12 @@ class EstimateSession:
             out = launcher.compiled(*args)
         cached = launcher.costs.get(id(self))
         if cached is None:
-            events, kernels, collectives = graph_cost(launcher.gm, self)
+            events, kernels, collectives, source = graph_cost(launcher.gm, self, launcher.inductor)
             info = GraphInfo(f"{launcher.kind} {launcher.key[:12]}",
                              tuple((dict(k.engine_s), k.hbm_bytes, k.dma_transfers) for k in kernels),
                              sum(len(k.events) for k in kernels if not k.extern),
-                             tuple((dict(e.cost.engine_s), e.cost.hbm_bytes, e.cost.dma_transfers) for e in events))
+                             tuple((dict(e.cost.engine_s), e.cost.hbm_bytes, e.cost.dma_transfers) for e in events),
+                             source)
             engines: dict = {}
             for e in events:
                 for engine, s in e.cost.engine_s.items():
