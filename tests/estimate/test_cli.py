@@ -1,9 +1,11 @@
 """``torch-neuronx estimate``: the JSON fields scripts read, prices, and clear errors."""
 import json
 
+import jsonschema
 import pytest
 
 from torch_neuronx.cli.main import main
+from torch_neuronx.estimate.trace import TRACE_SCHEMA
 
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
@@ -51,7 +53,14 @@ def test_train_table_says_estimate(capsys, model_dir, tmp_path):
                  "--zero1", "--grad-accum", "4", "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("ESTIMATE (not a measurement)") and "x4" in out and "data-parallel gradient sync" in out
-    assert json.loads(trace.read_text())["otherData"]["estimate"] is True
+    data = json.loads(trace.read_text())
+    jsonschema.validate(data, TRACE_SCHEMA)
+    assert data["otherData"]["estimate"] is True
+    threads = {e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    # one track per engine and one per collective stream: tensor parallel (2 ranks), data parallel (2 replicas)
+    collective_tracks = {t for t in threads if t.startswith("collective: ")}
+    assert {"TensorE", "VectorE", "ScalarE", "DMA/HBM"} <= threads and len(collective_tracks) == 2, threads
+    assert all(t.endswith("(2 ranks)") for t in collective_tracks)
 
 
 @pytest.mark.parametrize("args,message", [

@@ -146,7 +146,7 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
         for k in kernels:
             ev = k.first
             if ev.collective is not None:
-                track = f"collective: {ev.collective.group}"
+                track = f"collective: group {ev.collective.group} ({len(ev.collective.ranks)} ranks)"
                 start = max(t, streams[track], max((ready.get(key, 0.0) for key, _ in ev.reads), default=0.0))
                 ct = collective_time(ev.collective)
                 dur = ct.seconds
