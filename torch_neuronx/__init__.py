@@ -4,8 +4,9 @@
 ``import torch`` loads it (entry point group ``torch.backends``), so
 ``torch.ones(2, device="neuron")`` works with no import of ours. Import
 ``torch_neuronx`` itself for its own API: op tracking, ``max_memory``, the compile
-helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op`` and
-(``torch_neuronx.nki``) the NKI kernel language.
+helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op``,
+(``torch_neuronx.nki``) the NKI kernel language and (``torch_neuronx.estimate``) the Trainium
+time / memory / cost estimator.
 """
 from __future__ import annotations
 
