@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import statistics
@@ -161,7 +160,8 @@ def main(argv=None) -> int:
         result = fit(rows)
         print("fitted constants (write them into torch_neuronx/estimate/calibration.py):")
         for name, value in result["constants"].items():
-            print(f"  {name} = {value:.6g}   (fitted on {_FIT[name]}, error after fit {100 * result['errors'][_FIT[name]]:+.2f}%)")
+            after = 100 * result["errors"][_FIT[name]]
+            print(f"  {name} = {value:.6g}   (fitted on {_FIT[name]}, error after fit {after:+.2f}%)")
         return 0
     if args.only:
         keys = args.only.split(",")

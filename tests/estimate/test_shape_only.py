@@ -7,19 +7,19 @@ import torch_neuronx
 from torch_neuronx.estimate import shape_only
 from torch_neuronx.estimate.dtensor_propagation import PropagationMarker
 
-H, I, L, HEADS, KV, V = 64, 128, 2, 4, 2, 256
+H, FF, L, HEADS, KV, V = 64, 128, 2, 4, 2, 256
 D = H // HEADS
 
 
 def config(**kw):
-    values = dict(hidden_size=H, intermediate_size=I, num_hidden_layers=L, num_attention_heads=HEADS,
+    values = dict(hidden_size=H, intermediate_size=FF, num_hidden_layers=L, num_attention_heads=HEADS,
                   num_key_value_heads=KV, vocab_size=V, tie_word_embeddings=False, max_position_embeddings=512)
     values.update(kw)
     return LlamaConfig(**values)
 
 
 def hand_count() -> int:
-    layer = H * H + 2 * H * KV * D + H * H + 3 * H * I + 2 * H      # q, k, v, o, gate/up/down, two norms
+    layer = H * H + 2 * H * KV * D + H * H + 3 * H * FF + 2 * H      # q, k, v, o, gate/up/down, two norms
     return V * H + L * layer + H + H * V                               # embedding, layers, final norm, lm_head
 
 
@@ -40,7 +40,7 @@ def test_model_with_a_known_parameter_count_allocates_nothing():
     assert r.memory_by_category["parameters"] == 2 * hand_count() + buffers      # counted with the parameters
     assert r.peak_hbm_bytes_per_core > 2 * hand_count() and r.fits
     # forward FLOPs of the linear layers: 2 x tokens x weights (attention is counted on top)
-    linear = L * (H * H + 2 * H * KV * D + H * H + 3 * H * I) + H * V
+    linear = L * (H * H + 2 * H * KV * D + H * H + 3 * H * FF) + H * V
     attention = L * 2 * (2 * 2 * HEADS * 16 * 16 * D)
     assert r.flops == 2 * 32 * linear + attention
 
@@ -50,15 +50,15 @@ def test_tensor_parallel_shards_are_per_rank_and_propagation_is_not_recorded():
         model = so.causal_lm(config(num_key_value_heads=4), dtype=torch.bfloat16, tp=4)
         q = model.model.layers[0].self_attn.q_proj.weight
         down = model.model.layers[0].mlp.down_proj.weight
-        assert tuple(q.to_local().shape) == (H // 4, H) and tuple(down.to_local().shape) == (H, I // 4)
+        assert tuple(q.to_local().shape) == (H // 4, H) and tuple(down.to_local().shape) == (H, FF // 4)
         with torch_neuronx.estimate(platform="trn2", instance="trn2.48xlarge") as est:
             with torch.no_grad():
                 model(input_ids=so.tokens(1, 16, V), use_cache=False, logits_to_keep=1)
     events = [ev for seg in est.segments for ev in seg.events]
     mm = [ev for ev in events if ev.name == "aten.mm.default"]
     # every matmul is a rank's local shard: DTensor's global-shape sharding propagation is not recorded
-    assert mm and all(ev.cost.flops <= 2 * 16 * H * max(I, V) // 4 for ev in mm)
-    linear = L * (H * H + 2 * H * H + H * H + 3 * H * I) // 4
+    assert mm and all(ev.cost.flops <= 2 * 16 * H * max(FF, V) // 4 for ev in mm)
+    linear = L * (H * H + 2 * H * H + H * H + 3 * H * FF) // 4
     assert est.report.flops == 2 * 16 * linear + 2 * 1 * H * V // 4 + L * 2 * 2 * (HEADS // 4) * 16 * 16 * D
     kinds = {(c.kind, c.group_size) for c in est.report.collectives}
     assert ("all_reduce", 4) in kinds                                   # row-parallel outputs

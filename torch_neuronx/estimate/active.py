@@ -6,5 +6,7 @@ attribute read when no estimate is active. This module imports nothing, so any l
 """
 from __future__ import annotations
 
+from typing import Any
+
 #: The active ``torch_neuronx.estimate.session.EstimateSession``, or None.
-current = None
+current: Any = None

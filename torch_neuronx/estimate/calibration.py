@@ -121,7 +121,7 @@ class ModelConstants:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)!r}: a time must be >= 0 seconds")
 
-    def with_values(self, **values: float) -> "ModelConstants":
+    def with_values(self, **values: float) -> ModelConstants:
         """A copy with some fields replaced (used to fit and to test)."""
         return replace(self, **values)
 

@@ -1,7 +1,8 @@
 """Collectives: what a collective op moves, over which ranks, and how long it takes on Trainium.
 
 **What** (:func:`describe`): for every ``c10d.*`` op (``torch.distributed`` calls, FSDP2),
-``_c10d_functional.*`` op (DTensor, functional collectives) and ``_dtensor.shard_dim_alltoall`` the kind, the buffer size ``S`` in nccom-test's
+``_c10d_functional.*`` op (DTensor, functional collectives) and ``_dtensor.shard_dim_alltoall``: the kind,
+the buffer size ``S`` in nccom-test's
 sense (all-reduce: the buffer; all-gather: the gathered output; reduce-scatter: the full input) and the
 process group, whose global ranks ``torch.distributed.get_process_group_ranks`` gives.
 
@@ -35,7 +36,7 @@ import torch.distributed as dist
 from .topology import GroupShape, Placement
 
 __all__ = ["CollectiveKind", "CollectiveCall", "CollectiveTime", "CollectiveModel", "describe", "is_collective",
-           "is_wait", "BUS_FACTOR", "group_of", "on_neuron_backend", "resolve_group", "kind_of"]
+           "is_wait", "bus_factor", "group_of", "on_neuron_backend", "resolve_group", "kind_of"]
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
                          "gather", "scatter", "send", "recv", "barrier"]
@@ -43,7 +44,7 @@ CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_a
 _BW_N1 = ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter")
 
 
-def BUS_FACTOR(kind: CollectiveKind, n: int) -> float:
+def bus_factor(kind: str, n: int) -> float:
     """nccom-test's bus-bandwidth factor of ``kind`` over ``n`` ranks."""
     if n <= 1 or kind == "barrier":
         return 0.0
@@ -59,11 +60,12 @@ class CollectiveCall:
     """One collective as the program issued it.
 
     Attributes:
-        kind: the collective; nbytes: nccom-test's buffer size S, bytes; ranks: global ranks of the group;
-        group: the group's name (its chrome-trace stream); dtype: element dtype name.
+        kind: the collective (a :data:`CollectiveKind`); nbytes: nccom-test's buffer size S, bytes;
+        ranks: global ranks of the group; group: the group's name (its chrome-trace stream);
+        dtype: element dtype name.
     """
 
-    kind: CollectiveKind
+    kind: str
     nbytes: int
     ranks: tuple[int, ...]
     group: str
@@ -141,7 +143,7 @@ _PG_OPS: dict[str, str] = {
 }
 
 
-def kind_of(op: str) -> CollectiveKind | None:
+def kind_of(op: str) -> str | None:
     """The kind of a ``"neuron"`` process-group op name (``"all_reduce"``, ``"send to rank 1"``...); None for
     an umbrella op (``"coalesced"``) whose parts are reported on their own."""
     if op.startswith("send"):
@@ -173,7 +175,7 @@ def resolve_group(group) -> dist.ProcessGroup:
     if isinstance(group, str):
         from torch._C._distributed_c10d import _resolve_process_group
 
-        return _resolve_process_group(group)
+        return _resolve_process_group(group)  # type: ignore[arg-type]  # a GroupName is a str
     if isinstance(group, dist.ProcessGroup):
         return group
     return dist.ProcessGroup.unbox(group)
@@ -192,7 +194,7 @@ def on_neuron_backend(pg: dist.ProcessGroup) -> bool:
     """True when ``pg`` runs on backend ``"neuron"`` (whose process group reports its collectives to the
     estimator itself)."""
     try:
-        if pg.getBackendName() == "neuron":                    # the Python process group itself
+        if pg.getBackendName() == "neuron":  # type: ignore[attr-defined]  # the Python process group itself
             return True
         backend = pg._get_backend(torch.device("neuron"))       # a c10d group wrapping it
     except (RuntimeError, AttributeError):
@@ -242,7 +244,7 @@ class CollectiveModel:
         self.placement = placement
         self.alpha = alpha_cc_s
 
-    def _intra(self, kind: CollectiveKind, nbytes: float, g: GroupShape) -> CollectiveTime:
+    def _intra(self, kind: str, nbytes: float, g: GroupShape) -> CollectiveTime:
         n = g.size
         if n <= 1:
             return CollectiveTime(0.0, 0.0, "local")
@@ -257,6 +259,7 @@ class CollectiveModel:
         if g.whole_chips and g.chips > 1 and p.cores_per_chip >= 2 and kind not in ("send", "recv"):
             steps = math.ceil(steps / 2)
             algorithm = "kangaring"
+        per_chip: float | None
         if g.chips == 1:
             per_chip = p.platform.chip.dma_bytes_per_s
             algorithm += " (one chip, DMA)"
@@ -266,7 +269,7 @@ class CollectiveModel:
                 raise ValueError(f"{p.instance.name} has no published chip-to-chip bandwidth: a collective "
                                  f"over {g.chips} chips cannot be estimated")
         per_rank = per_chip / max(1, g.ranks_per_chip)
-        return CollectiveTime(steps * self.alpha, BUS_FACTOR(kind, n) * nbytes / per_rank, algorithm)
+        return CollectiveTime(steps * self.alpha, bus_factor(kind, n) * nbytes / per_rank, algorithm)
 
     def _efa(self) -> tuple[float, float]:
         p = self.placement
@@ -278,7 +281,7 @@ class CollectiveModel:
                              f"({p.platform.name}): collectives across instances cannot be estimated")
         return per_instance / p.cores_per_instance, inter.inter_node_hop_latency_s
 
-    def time(self, kind: CollectiveKind, nbytes: float, ranks) -> CollectiveTime:
+    def time(self, kind: str, nbytes: float, ranks) -> CollectiveTime:
         """Estimated time of one ``kind`` collective of buffer size ``nbytes`` over global ``ranks``."""
         ranks = list(ranks)
         p = self.placement
@@ -297,11 +300,11 @@ class CollectiveModel:
             rs = self._intra("reduce_scatter", nbytes, inner)
             ag = self._intra("all_gather", nbytes, inner)
             lat = rs.latency_s + ag.latency_s + 2 * log_x * hop
-            bw = rs.bandwidth_s + ag.bandwidth_s + BUS_FACTOR("all_reduce", x) * nbytes / y / efa_per_rank
+            bw = rs.bandwidth_s + ag.bandwidth_s + bus_factor("all_reduce", x) * nbytes / y / efa_per_rank
         elif kind in ("all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter"):
             part = self._intra(kind, nbytes, inner)
             lat = part.latency_s + log_x * hop
-            bw = part.bandwidth_s + BUS_FACTOR("all_gather", x) * nbytes / y / efa_per_rank
+            bw = part.bandwidth_s + bus_factor("all_gather", x) * nbytes / y / efa_per_rank
         elif kind == "all_to_all":
             part = self._intra(kind, nbytes * y / g.size, inner)
             lat = part.latency_s + (x - 1) * hop

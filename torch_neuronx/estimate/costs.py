@@ -32,7 +32,8 @@ ops add a launch overhead, compiled graphs fuse (:mod:`.fusion`). All ESTIMATES.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
+from collections.abc import Callable
 
 import torch
 from torch.utils import _pytree as pytree

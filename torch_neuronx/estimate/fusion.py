@@ -14,7 +14,7 @@ matmul prologues/epilogues), so compiled-graph HBM traffic is, if anything, over
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from .events import OpEvent
 
@@ -80,7 +80,7 @@ def fuse(events: list, alive_at_end: Callable[[int], bool]) -> list[Kernel]:
             current = None
             k = Kernel([ev], True, dict(ev.cost.engine_s), ev.cost.hbm_bytes, ev.cost.dma_transfers)
             kernels.append(k)
-            for key, nbytes in ev.reads:
+            for key, _ in ev.reads:
                 p = producer.get(key)
                 if p is not None and not p.extern and key in p._written:
                     p.hbm_bytes += p._written.pop(key)         # a later kernel reads it: written out

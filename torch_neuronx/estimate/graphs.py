@@ -12,7 +12,8 @@ only reads ``active.current`` and calls the compiled graph. While an estimate re
   node's origin ATen ops and the bytes it reads and writes); for a graph compiled outside any estimate (or
   loaded from the compile cache, where Inductor does not schedule) they are :mod:`.fusion`'s model of
   Inductor's fusion over the same ops. Its eager equivalent (the same ops one by one) is kept beside it, so the
-  report shows what ``torch.compile`` saves. Collectives inside a graph on a process group other than ``"neuron"`` (the fake one
+  report shows what ``torch.compile`` saves. Collectives inside a graph on a process group other than
+  ``"neuron"`` (the fake one
   of shape-only runs) are recorded as collectives after the graph; the ``"neuron"`` process group reports its
   own. NKI kernels inside a graph report themselves (:mod:`torch_neuronx.nki.torch_op`).
 
@@ -49,7 +50,7 @@ class InductorCapture:
             kind = type(node).__name__
             if kind == "NopKernelSchedulerNode":
                 continue
-            origins = []
+            origins: list = []
             for sub in node.get_nodes():
                 ir = getattr(sub, "node", None)
                 origins.extend(getattr(ir, "origins", None) or ())

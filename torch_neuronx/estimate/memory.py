@@ -126,7 +126,7 @@ class MemoryTracker:
 
     def refresh(self) -> None:
         """Re-reads the size of every live storage (storages resized in place, e.g. by FSDP2)."""
-        for key, rec in list(self._live.items()):
+        for rec in list(self._live.values()):
             st = rec.ref() if rec.ref is not None else None
             if st is None:
                 continue

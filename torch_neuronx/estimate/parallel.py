@@ -147,6 +147,7 @@ def build_model(so, config, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fs
 
     attention.register()
     config._attn_implementation = attention.SDPA       # SDPA without a materialised mask (see attention.py)
+    cls: type
     if kind == "causal_lm":
         cls = AutoModelForCausalLM
     elif kind == "vision":

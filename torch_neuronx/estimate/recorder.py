@@ -23,6 +23,7 @@ from . import dtensor_propagation
 
 __all__ = ["EstimateMode", "ProgramContext"]
 
+_DTensor: type | None
 try:
     from torch.distributed.tensor import DTensor as _DTensor
 except ImportError:  # torch without distributed

@@ -154,7 +154,7 @@ class EstimateReport:
         headline): the quick form of :meth:`with_constants` used to fit them."""
         return _schedule_one(self._session, constants, mode or self.mode).step_s
 
-    def with_constants(self, constants) -> "EstimateReport":
+    def with_constants(self, constants) -> EstimateReport:
         """The same recording re-estimated with other :class:`~.calibration.ModelConstants` (no re-run; this
         is how ``bench/estimate.py --fit`` fits them)."""
         return build_report(self._session, constants)
@@ -286,7 +286,8 @@ def build_report(session, constants=None) -> EstimateReport:
             ct = collective_time(ev.collective)
             coll[k][2] += ct.seconds * rep
             coll[k][3] = ct.algorithm
-    collectives = [CollectiveSummary(k, n, c, b / c if c else 0.0, s, a) for (k, n), (c, b, s, a) in sorted(coll.items())]
+    collectives = [CollectiveSummary(k, n, c, b / c if c else 0.0, s, a)
+                   for (k, n), (c, b, s, a) in sorted(coll.items())]
 
     mem = session.memory
     devices = list(mem.peak_bytes) or [0]
@@ -354,7 +355,8 @@ def _summary(r: EstimateReport) -> str:
     lines.append(f"  collectives (estimate)  {ncoll:,.0f} per step, {_fmt_s(r.collective_time_s)} busy, "
                  f"{_fmt_s(r.collective_exposed_s)} exposed ({100 * r.collective_share:.1f}% of the step)")
     for c in r.collectives:
-        lines.append(f"      {c.kind:<15} over {c.group_size:>4} ranks: {c.calls:>8,.0f} x {_fmt_b(c.bytes_per_call):>11}"
+        lines.append(f"      {c.kind:<15} over {c.group_size:>4} ranks: {c.calls:>8,.0f} x "
+                     f"{_fmt_b(c.bytes_per_call):>11}"
                      f" = {_fmt_s(c.seconds)} ({c.algorithm})")
     lines.append(f"  launch overhead         {_fmt_s(r.launch_overhead_s)} per step")
     lines.append(f"  first-run compiles      {r.first_run_compiles['eager_op_signatures']:,} eager op signatures; "
@@ -394,7 +396,8 @@ def _summary(r: EstimateReport) -> str:
                 lines.append(f"      {s['name']:<34} x{s['repeat']:<8g} {_fmt_s(s[r.mode + '_s'])} each  {s['note']}")
     lines.append("  fitted constants: " + "; ".join(f"{k}={v['value']:.4g} (fitted on {v['fitted_on']})"
                                                    for k, v in r.constants.items()))
-    lines.append(f"  assumption: eager op launch {_fmt_s(r.assumptions['eager_op_launch_s']['value'])} (no public figure)")
+    launch = r.assumptions["eager_op_launch_s"]["value"]
+    lines.append(f"  assumption: eager op launch {_fmt_s(launch)} (no public figure)")
     for n in r.notes:
         lines.append(f"  note: {n}")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ..runtime.platforms import Platform
+from ..runtime.platforms import EngineSpec, Platform
 from .calibration import ModelConstants
 
 __all__ = ["Roofline", "matmul_cycles", "dtype_name"]
@@ -118,6 +118,9 @@ class Roofline:
     def engine_seconds(self, engine: str, elements: float, dtype: str) -> float:
         """Seconds for ``engine`` ("vector", "scalar", "gpsimd") to process ``elements`` of ``dtype``."""
         spec = self.platform.core.engine(engine)
+        if not isinstance(spec, EngineSpec):
+            raise ValueError(f"engine_seconds is for the Vector, Scalar and GpSimd engines, not {engine!r}: "
+                             "matmuls are timed by matmul_seconds")
         return elements / (spec.elements_per_second(dtype) * self.lnc)
 
     # --- memory ------------------------------------------------------------------------------------------

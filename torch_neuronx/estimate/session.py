@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, defaultdict
+from typing import cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -105,7 +106,7 @@ class EstimateSession:
         self._hooks: list = []
 
     # --- lifecycle -----------------------------------------------------------------------------------------
-    def __enter__(self) -> "EstimateSession":
+    def __enter__(self) -> EstimateSession:
         if active.current is not None:
             raise RuntimeError("torch_neuronx.estimate() is already active: estimates do not nest; finish the "
                                "outer one first")
@@ -129,24 +130,28 @@ class EstimateSession:
             if self._mode is not None:
                 self._mode.__exit__(*exc)
         finally:
-            self._context.remove()
+            if self._context is not None:
+                self._context.remove()
             for h in self._hooks:
                 h.remove()
             self._hooks = []
             dtensor_propagation.uninstall()
         if exc[0] is None:
-            self.report = self.build_report()
+            report = self.report = self.build_report()
             if self.trace_path:
-                self.report.save_chrome_trace(self.trace_path)
+                report.save_chrome_trace(self.trace_path)
 
     @contextlib.contextmanager
     def paused(self):
-        """Ops run inside are neither costed nor counted (memory is still tracked)."""
-        self._mode.paused += 1
+        """Ops run inside are neither costed nor counted, nor their outputs tracked in memory."""
+        mode = self._mode
+        if mode is None:
+            raise RuntimeError("paused() is for an active estimate: enter the estimate first")
+        mode.paused += 1
         try:
             yield
         finally:
-            self._mode.paused -= 1
+            mode.paused -= 1
 
     @contextlib.contextmanager
     def segment(self, name: str, repeat: float = 1.0, graphs: int = 1, note: str = ""):
@@ -169,8 +174,8 @@ class EstimateSession:
 
     # --- memory --------------------------------------------------------------------------------------------
     def _seed_memory(self) -> None:
-        tracked = defaultdict(int)
-        seen = set()
+        tracked: defaultdict[int, int] = defaultdict(int)
+        seen: set[int] = set()
 
         def add(t, category):
             if isinstance(t, torch.Tensor) and t.device.type == "neuron":
@@ -202,11 +207,11 @@ class EstimateSession:
             if g is not None:
                 self.memory.reclassify(g.to_local() if hasattr(g, "to_local") else g, "gradients")
 
-        fsdp = None
+        fsdp: type | None
         try:
             from torch.distributed.fsdp import FSDPModule as fsdp
         except ImportError:
-            pass
+            fsdp = None
         for root in self.modules:
             for p in root.parameters():
                 if p.requires_grad:
@@ -214,8 +219,9 @@ class EstimateSession:
             if fsdp is not None:
                 for m in root.modules():
                     if isinstance(m, fsdp):
-                        self._hooks.append(m.register_forward_pre_hook(lambda *a: self.memory.refresh()))
-                        self._hooks.append(m.register_forward_hook(lambda *a: self.memory.refresh()))
+                        module = cast(torch.nn.Module, m)
+                        self._hooks.append(module.register_forward_pre_hook(lambda *a: self.memory.refresh()))
+                        self._hooks.append(module.register_forward_hook(lambda *a: self.memory.refresh()))
         from torch.optim import optimizer as optim
 
         def after_step(opt, args, kwargs):
@@ -251,7 +257,8 @@ class EstimateSession:
 
     @staticmethod
     def _shapes(tensors) -> str:
-        return " ".join(f"{list(t.shape)}" for t in tensors[:4]) + (f" {dtype_name(tensors[0].dtype)}" if tensors else "")
+        shapes = " ".join(f"{list(t.shape)}" for t in tensors[:4])
+        return shapes + (f" {dtype_name(tensors[0].dtype)}" if tensors else "")
 
     def _record_op(self, func, args, kwargs, out) -> None:
         ins = _neuron_tensors((args, kwargs))
@@ -318,7 +325,8 @@ class EstimateSession:
         """Adds a collective the program does not run here (e.g. data-parallel gradient sync over ranks
         beyond the simulated world) to the current segment; returns its estimated time."""
         call = CollectiveCall(kind, int(nbytes), tuple(ranks), group, dtype)
-        return self._add_collective(call).collective_time
+        return self.collectives.time(call.kind, call.nbytes, call.ranks) if self._add_collective(call) else \
+            CollectiveTime(0.0, 0.0, "")
 
     # --- hooks of other layers ----------------------------------------------------------------------------
     def record_collective(self, op: str, outputs, inputs, ranks, group: str, peer: int | None = None) -> None:

@@ -22,6 +22,7 @@ import contextlib
 
 import torch
 import torch.distributed as dist
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 __all__ = ["ShapeOnly", "shape_only"]
 
@@ -44,13 +45,11 @@ class ShapeOnly:
                                "0 <= rank < world_size")
         self.world_size = world_size
         self.rank = rank
-        self.fake_mode = None
+        self.fake_mode: FakeTensorMode | None = None
         self._owns_group = False
         self._meshes: dict = {}
 
-    def __enter__(self) -> "ShapeOnly":
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
+    def __enter__(self) -> ShapeOnly:
         if self.world_size > 1:
             if dist.is_initialized():
                 raise RuntimeError("shape_only(world_size>1) needs its own fake process group, but one is already "
@@ -61,13 +60,14 @@ class ShapeOnly:
             dist.init_process_group("cpu:fake,neuron:fake", store=dist.HashStore(), rank=self.rank,
                                     world_size=self.world_size)
             self._owns_group = True
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        self.fake_mode.__enter__()
+        mode = self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         try:
-            self.fake_mode.__exit__(*exc)
+            if self.fake_mode is not None:
+                self.fake_mode.__exit__(*exc)
         finally:
             if self._owns_group and dist.is_initialized():
                 dist.destroy_process_group()

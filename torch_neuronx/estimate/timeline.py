@@ -206,7 +206,7 @@ def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: flo
             out.kernels += rep
             weights = [sum(e.cost.engine_s.values()) + e.cost.hbm_bytes * 1e-12 for e in k.events]
             total_w = sum(weights) or 1.0
-            for e, w in zip(k.events, weights):
+            for e, w in zip(k.events, weights, strict=True):
                 share = dur * rep * (w / total_w if len(k.events) > 1 else 1.0)
                 out.event_s[e.index] += share
                 out.class_s[e.cost.op_class] += share

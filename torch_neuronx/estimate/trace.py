@@ -74,8 +74,8 @@ def chrome_trace(report, schedule, memory_samples, event_start: dict, rank: int 
             tracks[track] = len(tracks) + 1
         return tracks[track]
 
-    for t in _FIXED_TRACKS:
-        tid(t)
+    for fixed in _FIXED_TRACKS:
+        tid(fixed)
     events: list[dict] = []
     offsets = []
     at = 0.0
@@ -107,7 +107,7 @@ def chrome_trace(report, schedule, memory_samples, event_start: dict, rank: int 
                 ts = offsets[seg] + start if seg < len(offsets) else 0.0
             events.append({"ph": "C", "name": f"HBM in use (neuron:{device})", "pid": rank, "ts": ts * 1e6,
                            "args": {"bytes": int(nbytes)}})
-    meta = [{"ph": "M", "name": "process_name", "pid": rank,
+    meta: list[dict] = [{"ph": "M", "name": "process_name", "pid": rank,
              "args": {"name": f"neuron:{rank} ESTIMATE {report.platform} LNC={report.lnc} ({schedule.mode})"}}]
     for track, t in tracks.items():
         meta.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": t,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -141,7 +141,7 @@ def run_estimate(setup: Setup):
     Raises:
         ValueError: a bad setup (the message names the argument and the fix).
     """
-    config = setup.model if not isinstance(setup.model, (str, bytes)) and hasattr(setup.model, "model_type") \
+    config: Any = setup.model if not isinstance(setup.model, (str, bytes)) and hasattr(setup.model, "model_type") \
         else load_config(str(setup.model))
     _check(setup, config)
     config = config.__class__.from_dict(config.to_dict()) if hasattr(config, "to_dict") else config
@@ -247,7 +247,7 @@ def _train(session, so, model, config, kind, setup, seq, stride) -> None:
         repeat, note = micro, f"{micro} accumulated micro-batch(es)"
     session.tokens_per_step = setup.batch * seq * micro * setup.dp * setup.fsdp
     autocast = torch.autocast("neuron", dtype=torch.bfloat16) if setup.autocast else contextlib.nullcontext()
-    loss_parallel = contextlib.nullcontext()
+    loss_parallel: contextlib.AbstractContextManager = contextlib.nullcontext()
     if setup.tp > 1:
         from torch.distributed.tensor.parallel import loss_parallel as _loss_parallel
 
@@ -265,7 +265,7 @@ def _train(session, so, model, config, kind, setup, seq, stride) -> None:
                     session.add_collective("send", width, [0, setup.tp * setup.fsdp], "pipeline", "bfloat16")
         with session.segment("optimizer step", repeat=1, graphs=1,
                              note="ZeRO-1: AdamW on a 1/dp fp32 shard" if setup.zero1 else "AdamW"):
-            if setup.zero1:
+            if opt is None:
                 _zero1_optimizer(session, model, setup.dp)
             else:
                 opt.step()

@@ -22,8 +22,8 @@ The selected platform is ``TORCH_NEURONX_PLATFORM`` (default ``trn2``), read whe
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 __all__ = [
     "SOURCES", "EngineSpec", "TensorEngineSpec", "DmaSpec", "CoreSpec", "ChipSpec", "InterconnectSpec",
