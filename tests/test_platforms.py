@@ -1,5 +1,5 @@
-"""One platform table: the device, its topology, the NKI simulator and its cost model read the same
-numbers for every platform, and those numbers are the published ones.
+"""One platform table: the device, its topology, the NKI simulator and its cost model, and the estimator
+(``torch_neuronx.estimate``) read the same numbers for every platform, and those numbers are the published ones.
 
 The checks that need a device of each platform run in one fresh interpreter that reloads the
 topology per case with ``torch_neuronx._state.load_topology()`` (what ``import torch`` does), so the
@@ -28,6 +28,9 @@ from torch_neuronx.nki.simulator import NeuronCoreSim
 
 from torch_neuronx.nki.errors import err_buffer_capacity_exceeded
 from torch_neuronx.nki.platforms import default_platform
+from torch_neuronx.runtime.platforms import get_platform
+from torch_neuronx.estimate.roofline import Roofline
+from torch_neuronx.estimate.calibration import default_constants
 
 @nki.jit
 def copy_kernel(a):
@@ -74,6 +77,12 @@ for name, lnc in json.loads(os.environ["CASES"]):
         bench_platform=r.platform, bench_peak_bf16_tflops=r.peak_tflops_bf16,
         nc_version=nisa.get_nc_version().value,
         arch_list=torch.neuron.get_arch_list(),
+        # the estimator's roofline of one logical core of the same platform and LNC
+        est=(lambda rf: dict(peak_bf16=rf.peak_flops("bfloat16"), capacity=rf.hbm_capacity_bytes,
+                             hbm_bandwidth=rf.hbm_peak_bytes_per_s,
+                             tensor_ns_512_cycles=rf.matmul_seconds(512, 128, 128, "bfloat16") * 1e9 * props.lnc,
+                             vector_ns_1000_fp32=rf.engine_seconds("vector", 1000 * 256, "float32") * 1e9 * props.lnc))(
+            Roofline(get_platform(name), props.lnc, default_constants())),
     ))
 
 # an nki_op on the device is checked against the device platform's SBUF
@@ -133,6 +142,16 @@ def test_device_topology_and_nki_read_the_same_row(probed, case):
     # clocks of the cost model are the table's
     for engine, ns in got["sim_ns_per_1000_cycles"].items():
         assert ns == pytest.approx(1000 / p.core.clock_hz(engine) * 1e9)
+    # the estimator's roofline: the device's peak, capacity and bandwidth per logical core, and the simulator's
+    # Tensor Engine clock (a 512-cycle matmul tile takes 512 cycles on each of the LNC engines)
+    est = got["est"]
+    assert est["peak_bf16"] == pytest.approx(got["bf16_tflops"] * 1e12)
+    assert est["capacity"] == got["total_memory"]
+    assert est["hbm_bandwidth"] == pytest.approx(got["hbm_bandwidth"])
+    assert est["tensor_ns_512_cycles"] == pytest.approx(got["sim_ns_per_1000_cycles"]["tensor"] * 512 / 1000)
+    # 256 fp32 elements per Vector cycle on v3/v4, 128 on v2: 1000 cycles' worth of elements
+    lanes = p.core.vector.elements_per_cycle
+    assert est["vector_ns_1000_fp32"] == pytest.approx(got["sim_ns_per_1000_cycles"]["vector"] * 256 / lanes)
     # one generation number everywhere: table, device capability, nisa.get_nc_version
     assert got["nc_version"] == got["capability"][0] == p.core.generation
     assert got["core_version"] == p.core.version in got["arch_list"]
@@ -174,7 +193,7 @@ def test_every_number_cites_a_source():
     for p in PLATFORMS.values():
         core = p.core
         for spec in (p.chip, core, core.tensor, core.vector, core.scalar, core.gpsimd, core.dma,
-                     p.interconnect, *p.instances):
+                     p.interconnect, p.runtime, *p.instances):
             check(spec)
             assert spec.sources, f"{type(spec).__name__} of {p.name} cites nothing"
     assert seen == set(SOURCES), f"sources no spec cites: {sorted(set(SOURCES) - seen)}"
@@ -186,6 +205,12 @@ def test_instances():
     assert PLATFORMS["trn1"].instance("trn1n.32xlarge").efa_bits_per_s == 1600e9
     assert PLATFORMS["trn1"].instance("trn1.32xlarge").ri_effective_usd_per_hour == 8.197
     assert [i.chips for i in PLATFORMS["trn3"].instances] == [64, 144]
+    # on-demand prices where AWS (or, for trn1n, Hugging Face) published them; none for Trn2/Trn3
+    assert {i.name: i.on_demand_usd_per_hour for p in PLATFORMS.values() for i in p.instances
+            if i.on_demand_usd_per_hour is not None} == {
+        "trn1.2xlarge": 1.34, "trn1.32xlarge": 21.50, "trn1n.32xlarge": 24.78, "inf2.xlarge": 0.758,
+        "inf2.8xlarge": 1.97, "inf2.24xlarge": 6.49, "inf2.48xlarge": 12.981}
+    assert all(p.runtime.sync_launch_overhead_s == 437e-6 for p in PLATFORMS.values())
     with pytest.raises(ValueError, match="trn2.48xlarge"):
         PLATFORMS["trn2"].instance("trn2.96xlarge")
 

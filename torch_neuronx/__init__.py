@@ -4,8 +4,9 @@
 ``import torch`` loads it (entry point group ``torch.backends``), so
 ``torch.ones(2, device="neuron")`` works with no import of ours. Import
 ``torch_neuronx`` itself for its own API: op tracking, ``max_memory``, the compile
-helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op`` and
-(``torch_neuronx.nki``) the NKI kernel language.
+helpers (``get_dynamo_metrics``, ``pad_to_multiple``...), ``nki_op``,
+(``torch_neuronx.nki``) the NKI kernel language and (``torch_neuronx.estimate``) the Trainium
+time / memory / cost estimator.
 """
 from __future__ import annotations
 
@@ -51,6 +52,10 @@ def _autoload() -> None:
     )
     # Trainium's mixed precision is bf16: torch.autocast("neuron") defaults to it.
     torch.set_autocast_dtype("neuron", torch.bfloat16)
+    # FlopCounterMode counts the device's fused attention op (it has no formula for it otherwise).
+    from .ops import flop_formulas as _flop_formulas
+
+    _flop_formulas.register()
     # neuron tensors cross processes (DataLoader workers) as shared-memory copies.
     from .device import sharing as _sharing
 
@@ -87,7 +92,7 @@ def __getattr__(name):
         from . import compile as _compile
 
         return getattr(_compile, name)
-    if name in ("nki", "kernels", "compile", "distributed"):
+    if name in ("nki", "kernels", "compile", "distributed", "estimate"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

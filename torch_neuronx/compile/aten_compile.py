@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import torch
 
+from ..estimate import active as _estimate
+from ..estimate.graphs import GraphLauncher, InductorCapture
 from . import cache, debug, metrics
 from .cache import GraphKind
 from .cache_key import graph_cache_key
@@ -70,8 +72,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             ``is_inference``, ``cudagraphs``...).
 
     Returns:
-        An Inductor ``CompiledFxGraph`` (boxed calling convention), or under fallback
-        execution an eager boxed callable of ``gm``.
+        An Inductor ``CompiledFxGraph`` (boxed calling convention) in a
+        :class:`~torch_neuronx.estimate.graphs.GraphLauncher`, or under fallback execution an
+        eager boxed callable of ``gm``.
 
     Raises:
         NeuronCompileError: code generation failed and fallback execution is disabled.
@@ -95,7 +98,10 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     def load(blob: bytes) -> Any:
         return deserialize(blob, gm, example_inputs, kw)
 
-    with inductor_config.patch(INDUCTOR_PATCHES):
+    # while torch_neuronx.estimate records, capture what Inductor fuses (a private config: not in the cache key)
+    capture = InductorCapture() if _estimate.current is not None else None
+    patches = INDUCTOR_PATCHES if capture is None else {**INDUCTOR_PATCHES, "_post_fusion_custom_pass": capture}
+    with inductor_config.patch(patches):
         key = graph_cache_key(gm, example_inputs, kind)
         try:
             found = cache.GLOBAL_CACHE.get_or_compile(
@@ -111,4 +117,5 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
                 metrics.record_compile_time(time.perf_counter() - t0)
     debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))
-    return found.value
+    # each launch is reported to torch_neuronx.estimate while one records (one attribute read otherwise)
+    return GraphLauncher(found.value, gm, kind, key, capture)

@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.distributed_c10d import AllgatherOptions  # not re-exported by torch.distributed
 
+from ..estimate import active as _estimate
 from . import health
 from .aliases import cpu_alias
 from .work import NeuronWork
@@ -239,6 +240,9 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if opts_type is not None:
             args.append(opts if opts is not None else opts_type())
         work = gloo_fn(*args)
+        if _estimate.current is not None:   # torch_neuronx.estimate is recording: report the collective
+            peer = extra[0] if op.startswith(("send", "recv from rank")) else None
+            _estimate.current.record_collective(op, outputs, inputs, self._global_ranks, self._name, peer)
         if result is None:
             result = _flat(outputs) if outputs is not None else []
         return self._work(op, [work], result, finish=st.finish if st.copy_back else None,

@@ -37,6 +37,10 @@ where each kernel call answers from the cache or, on a miss, simulates the kerne
 placeholder arrays of the same shapes to learn its outputs; ``op.register_fake`` overrides it.
 Backends find every registered op in :data:`NKI_OPS`.
 
+Estimates: while ``torch_neuronx.estimate`` records, every launch is reported to it with this cost model's
+estimated latency and engine busy times on the estimate's platform (one extra simulation on zero
+placeholders when the kernel ran on another platform, cached per signature and platform).
+
 Errors: ``RuntimeError`` for CPU or mixed-device tensor arguments (NKI kernels run on NeuronCores);
 ``TypeError`` for dtypes NeuronCores lack (float64, int64, complex: convert first); kernel rule
 violations raise the simulator's ``NKIError`` subclasses (``err_...`` names, see :mod:`.errors`).
@@ -56,6 +60,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import _C
+from ..estimate import active as _estimate
 from .benchmark import BenchmarkResult
 from .frontend_legacy import Kernel, register_framework_adapter
 from .simulator import run_kernel
@@ -272,7 +277,10 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
                 return by_id[id(o)]
             return _numpy_to_new_tensor(o, device)
         return o
-    return pytree.tree_map(conv, out)
+    result = pytree.tree_map(conv, out)
+    if _estimate.current is not None:
+        _report_to_estimate(kernel, args, kwargs, result, BenchmarkResult(sim, kernel.__name__))
+    return result
 
 
 def _placeholder(t: torch.Tensor) -> np.ndarray:
@@ -294,7 +302,11 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
             return arr
         np_args = [_map_tensors(a, to_np) for a in args]
         np_kwargs = {k: _map_tensors(v, to_np) for k, v in kwargs.items()}
-        out, _ = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
+        estimating = _estimate.current is not None
+        platform = _estimate.current.platform if estimating else kernel.platform
+        out, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, platform)
+        if estimating:                            # the one simulation also prices the launch
+            _remember_cost(kernel, args, kwargs, BenchmarkResult(sim, kernel.__name__))
         specs = _output_specs(pytree.tree_leaves(out), [a for _, a in flat_inputs])
         entry = CompiledKernel(key=key, name=kernel.__name__, outputs=specs)
         with _CACHE_LOCK:
@@ -313,9 +325,46 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
         else:
             made.append(spec[1])
     if structure is None:
-        return made[0] if len(made) == 1 else tuple(made)
-    it = iter(made)
-    return pytree.tree_map(lambda o: next(it), structure)
+        result = made[0] if len(made) == 1 else tuple(made)
+    else:
+        it = iter(made)
+        result = pytree.tree_map(lambda o: next(it), structure)
+    if _estimate.current is not None:
+        _report_to_estimate(kernel, args, kwargs, result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# torch_neuronx.estimate: NKI kernels are costed by this cost model
+# ---------------------------------------------------------------------------------------------
+_ESTIMATES: dict = {}          # (cache key, platform name) -> BenchmarkResult
+
+
+def _remember_cost(kernel: Kernel, args, kwargs, result: BenchmarkResult) -> None:
+    with _CACHE_LOCK:
+        _ESTIMATES[(_cache_key(kernel, args, kwargs), result.platform)] = result
+
+
+def _report_to_estimate(kernel: Kernel, args, kwargs, outputs, ran: BenchmarkResult | None = None) -> None:
+    """Reports one launch of ``kernel`` to the recording ``torch_neuronx.estimate``, costed by the NKI cost
+    model on the estimate's platform: the run's own simulation when it ran there, else one simulation on
+    zero placeholders of the same shapes (cached per signature and platform)."""
+    session = _estimate.current
+    platform = session.platform.name
+    key = (_cache_key(kernel, args, kwargs), platform)
+    if ran is not None and ran.platform == platform:
+        _remember_cost(kernel, args, kwargs, ran)
+    with _CACHE_LOCK:
+        result = _ESTIMATES.get(key)
+    if result is None:
+        np_args = [_map_tensors(a, _placeholder) for a in args]
+        np_kwargs = {k: _map_tensors(v, _placeholder) for k, v in kwargs.items()}
+        _, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, session.platform)
+        result = BenchmarkResult(sim, kernel.__name__)
+        _remember_cost(kernel, args, kwargs, result)
+    busy = {engine: e["busy_us"] * 1e-6 for engine, e in result.engines.items()}
+    session.record_nki_kernel(kernel.__name__, platform, result.latency_s, busy, result.flops, result.dma_bytes,
+                              _tensors_in(args, kwargs), outputs)
 
 
 register_framework_adapter(_run_with_torch)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "SOURCES", "EngineSpec", "TensorEngineSpec", "DmaSpec", "CoreSpec", "ChipSpec", "InterconnectSpec",
-    "InstanceSpec", "Platform", "PLATFORMS", "DEFAULT_PLATFORM", "PLATFORM_VARIABLE", "get_platform",
+    "InstanceSpec", "RuntimeSpec", "Platform", "PLATFORMS", "DEFAULT_PLATFORM", "PLATFORM_VARIABLE", "get_platform",
     "platform_from_env", "NEURON_CORE_V2", "NEURON_CORE_V3", "NEURON_CORE_V4", "KiB", "MiB", "GiB",
 ]
 
@@ -70,6 +70,16 @@ SOURCES: dict[str, str] = {
     # prices (AWS publishes reserved-instance-effective rates in the Neuron docs' benchmark pages)
     "prices-trn1": _DOCS + "about-neuron/benchmarks/trn1/trn1_instance_prices.csv",
     "prices-inf2": _DOCS + "about-neuron/benchmarks/inf2/inf2_instance_prices.csv",
+    # the same files held AWS's on-demand rates until 2024-09 (column "On-Demand hourly rate")
+    "on-demand-trn1": _DOCS + "general/benchmarks/trn1/trn1_instance_prices.csv (at commit 277baef4, "
+                      "2023-09-28; the same on-demand rates since c6ec6484, 2023-02-27)",
+    "on-demand-inf2": _DOCS + "general/benchmarks/inf2/inf2_instance_prices.csv (at commit 277baef4, "
+                      "2023-09-28)",
+    "on-demand-trn1n": "huggingface/optimum-neuron/docs/source/tutorials/fine_tune_bert.mdx (at commit "
+                       "05e6822e, 2024-01-10; its price table links aws.amazon.com/ec2/instance-types/trn1)",
+    # runtime: host-side cost of one synchronous model invocation
+    "vllm-neuron-async": _DOCS + "vllm-neuron/docs/design/framework/async_execution.md (Neuron 2.32, "
+                         "'Performance Characteristics')",
     "ec2-trn2": "AWS EC2 Trn2 instance page, https://aws.amazon.com/ec2/instance-types/trn2/",
 }
 
@@ -319,8 +329,8 @@ class InstanceSpec:
         efa_bits_per_s: EFA network bandwidth of the instance, bits/s (None when not published).
         neuronlink_bytes_per_s_per_chip: NeuronLink bandwidth per chip inside the instance, bytes/s
             (None for single-chip instances or when not published).
-        on_demand_usd_per_hour: on-demand price, USD/hour, where an AWS source in :data:`SOURCES`
-            states it; None otherwise.
+        on_demand_usd_per_hour: on-demand price, USD/hour, where a source in :data:`SOURCES` states
+            it (AWS's price files; Hugging Face's table for trn1n.32xlarge); None otherwise.
         ri_effective_usd_per_hour: reserved-instance-effective price AWS uses on its Neuron
             performance pages, USD/hour, or None.
         sources: keys of :data:`SOURCES`.
@@ -338,12 +348,35 @@ class InstanceSpec:
 
 
 @dataclass(frozen=True, eq=False)
+class RuntimeSpec:
+    """What the Neuron runtime costs the host per model invocation.
+
+    Attributes:
+        sync_launch_overhead_s: idle time of the hardware between two synchronous invocations of a
+            compiled model (dispatch, tensor allocation and Python overheads), seconds; AWS measured
+            437 us on trn2 ("vllm-neuron-async"). AWS publishes no per-op figure for eager mode.
+        measured_on: the platform the figure was measured on (other platforms reuse it: an assumption).
+        sources: keys of :data:`SOURCES`.
+    """
+
+    sync_launch_overhead_s: float
+    measured_on: str
+    sources: tuple[str, ...]
+
+
+# "in synchronous execution mode, we get an overhead of 437us. This includes dispatch overheads, tensor
+# allocations, and Python overheads" (trn2, "vllm-neuron-async"). The only published figure: every platform
+# uses it.
+NEURON_RUNTIME = RuntimeSpec(sync_launch_overhead_s=437e-6, measured_on="trn2", sources=("vllm-neuron-async",))
+
+
+@dataclass(frozen=True, eq=False)
 class Platform:
-    """One platform: chip, NeuronCore, interconnect and instances.
+    """One platform: chip, NeuronCore, interconnect, instances and the runtime's host overheads.
 
     Attributes:
         name: platform id of ``TORCH_NEURONX_PLATFORM`` (``"trn2"``).
-        chip, core, interconnect, instances: see the classes of this module.
+        chip, core, interconnect, instances, runtime: see the classes of this module.
     """
 
     name: str
@@ -351,6 +384,7 @@ class Platform:
     core: CoreSpec
     interconnect: InterconnectSpec
     instances: tuple[InstanceSpec, ...] = field(default=())
+    runtime: RuntimeSpec = NEURON_RUNTIME
 
     @property
     def hbm_bytes_per_physical_core(self) -> int:
@@ -534,24 +568,26 @@ PLATFORMS: dict[str, Platform] = {
             inter_instance_bytes_per_s=None,
             topology="2D torus of 16 chips (trn1.32xlarge, trn1n.32xlarge)",   # "trn1-arch"
             collective_cores=6,                                  # "trainium2" table, "nki-arch-v2"
-            intra_node_hop_latency_s=None, inter_node_hop_latency_s=None,
+            # The collective pages describe the 2D-torus (Ring/KangaRing "about 1-2 us" per hop) and EFA
+            # ("~15us" per hop) algorithms of Trainium instances, Trn1 included ("Flat Ring on Trn1").
+            intra_node_hop_latency_s=(1e-6, 2e-6), inter_node_hop_latency_s=15e-6,
             efa_bytes_per_s_per_chip=800 * _GBPS / 16,           # trn1.32xlarge: 800 Gbps, 16 chips [derived]
-            sources=("trainium2", "trn1-arch", "nki-arch-v2"),
+            sources=("trainium2", "trn1-arch", "nki-arch-v2", "cc-intranode", "cc-internode"),
         ),
         instances=(
             InstanceSpec("trn1.2xlarge", chips=1, vcpus=8, host_memory_bytes=32 * GiB,
                          efa_bits_per_s=25e9,                    # "up-to 25" Gbps
                          neuronlink_bytes_per_s_per_chip=None,
-                         on_demand_usd_per_hour=None, ri_effective_usd_per_hour=0.512,
-                         sources=("trn1-arch", "prices-trn1")),
+                         on_demand_usd_per_hour=1.34, ri_effective_usd_per_hour=0.512,
+                         sources=("trn1-arch", "prices-trn1", "on-demand-trn1")),
             InstanceSpec("trn1.32xlarge", chips=16, vcpus=128, host_memory_bytes=512 * GiB,
                          efa_bits_per_s=800e9, neuronlink_bytes_per_s_per_chip=384 * GiB,
-                         on_demand_usd_per_hour=None, ri_effective_usd_per_hour=8.197,
-                         sources=("trn1-arch", "prices-trn1")),
+                         on_demand_usd_per_hour=21.50, ri_effective_usd_per_hour=8.197,
+                         sources=("trn1-arch", "prices-trn1", "on-demand-trn1")),
             InstanceSpec("trn1n.32xlarge", chips=16, vcpus=128, host_memory_bytes=512 * GiB,
                          efa_bits_per_s=1600e9, neuronlink_bytes_per_s_per_chip=768 * GiB,
-                         on_demand_usd_per_hour=None, ri_effective_usd_per_hour=None,
-                         sources=("trn1-arch",)),
+                         on_demand_usd_per_hour=24.78, ri_effective_usd_per_hour=None,
+                         sources=("trn1-arch", "on-demand-trn1n")),
         ),
     ),
     "trn2": Platform(
@@ -669,23 +705,27 @@ PLATFORMS: dict[str, Platform] = {
         ),
         instances=(
             InstanceSpec("inf2.xlarge", chips=1, vcpus=4, host_memory_bytes=16 * GiB, efa_bits_per_s=None,
-                         neuronlink_bytes_per_s_per_chip=None, on_demand_usd_per_hour=None,
-                         ri_effective_usd_per_hour=0.328, sources=("inf2-arch", "prices-inf2")),
+                         neuronlink_bytes_per_s_per_chip=None, on_demand_usd_per_hour=0.758,
+                         ri_effective_usd_per_hour=0.328, sources=("inf2-arch", "prices-inf2", "on-demand-inf2")),
             InstanceSpec("inf2.8xlarge", chips=1, vcpus=32, host_memory_bytes=128 * GiB, efa_bits_per_s=None,
-                         neuronlink_bytes_per_s_per_chip=None, on_demand_usd_per_hour=None,
-                         ri_effective_usd_per_hour=0.850, sources=("inf2-arch", "prices-inf2")),
+                         neuronlink_bytes_per_s_per_chip=None, on_demand_usd_per_hour=1.97,
+                         ri_effective_usd_per_hour=0.850, sources=("inf2-arch", "prices-inf2", "on-demand-inf2")),
             InstanceSpec("inf2.24xlarge", chips=6, vcpus=96, host_memory_bytes=384 * GiB, efa_bits_per_s=None,
-                         neuronlink_bytes_per_s_per_chip=192 * GiB, on_demand_usd_per_hour=None,
-                         ri_effective_usd_per_hour=2.804, sources=("inf2-arch", "prices-inf2")),
+                         neuronlink_bytes_per_s_per_chip=192 * GiB, on_demand_usd_per_hour=6.49,
+                         ri_effective_usd_per_hour=2.804, sources=("inf2-arch", "prices-inf2", "on-demand-inf2")),
             InstanceSpec("inf2.48xlarge", chips=12, vcpus=192, host_memory_bytes=768 * GiB, efa_bits_per_s=None,
-                         neuronlink_bytes_per_s_per_chip=192 * GiB, on_demand_usd_per_hour=None,
-                         ri_effective_usd_per_hour=5.608, sources=("inf2-arch", "prices-inf2")),
+                         neuronlink_bytes_per_s_per_chip=192 * GiB, on_demand_usd_per_hour=12.981,
+                         ri_effective_usd_per_hour=5.608, sources=("inf2-arch", "prices-inf2", "on-demand-inf2")),
         ),
     ),
 }
-"""Platform id -> :class:`Platform`. AWS publishes no on-demand prices in the pages of
-:data:`SOURCES`, so ``on_demand_usd_per_hour`` is None everywhere; ``ri_effective_usd_per_hour`` is
-what AWS's Neuron performance pages use for cost per inference."""
+"""Platform id -> :class:`Platform`. On-demand prices (``on_demand_usd_per_hour``, USD per instance-hour,
+Linux; AWS's list prices, region not stated by the sources) are those AWS published in the Neuron
+documentation's price files until they switched to reserved-instance-effective rates (trn1, inf2), and
+trn1n.32xlarge's from Hugging Face's tutorial table; AWS publishes no Trn2 or Trn3 on-demand price in any
+source cited here, so those are None (estimators take a price from the user). Prices change: the dates are
+in :data:`SOURCES`. ``ri_effective_usd_per_hour`` is what AWS's Neuron performance pages use for cost per
+inference."""
 
 
 def get_platform(name: str) -> Platform:
