@@ -198,10 +198,11 @@ def instance_table() -> str:
                 i.name, i.chips, opt(i.vcpus, str), opt(i.host_memory_bytes, _bytes),
                 opt(i.efa_bits_per_s, lambda b: f"{_num(b / 1e9)} Gbps"),
                 _rate(i.neuronlink_bytes_per_s_per_chip),
+                opt(i.on_demand_usd_per_hour, lambda d: f"{d:.3f}"),
                 opt(i.ri_effective_usd_per_hour, lambda d: f"{d:.3f}"),
                 _sources(i.sources)]))
     return _table(["platform", "instance", "chips", "vCPUs", "host memory", "EFA",
-                   "NeuronLink per chip", "RI-effective USD/h", "sources"], rows)
+                   "NeuronLink per chip", "on-demand USD/h", "RI-effective USD/h", "sources"], rows)
 
 
 def sources_table() -> str:
