@@ -49,6 +49,13 @@ EXTENSION_MODULE: Final = "torch_neuronx._C"
 #: (checked by the tests: a new import must be added here, hashed or explained).
 PACKAGE_DEPENDENCIES: Final[dict[str, str]] = {
     "torch_neuronx._version.__version__": "versions()['torch_neuronx']",
+    # the estimator only observes: it reads the FX graph and Inductor's fusion decisions while a
+    # torch_neuronx.estimate session records, and never changes the code Inductor generates
+    "torch_neuronx.estimate.active": "not a dependency: observation only, the generated code is unchanged",
+    "torch_neuronx.estimate.graphs.GraphLauncher": "not a dependency: wraps the launch of the cached code, "
+                                                   "records its cost, calls it unchanged",
+    "torch_neuronx.estimate.graphs.InductorCapture": "not a dependency: reads Inductor's scheduler nodes "
+                                                     "after code generation",
 }
 _CHUNK = 1 << 20
 
