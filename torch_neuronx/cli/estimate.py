@@ -17,7 +17,7 @@ import sys
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds the ``estimate`` subcommand to the ``torch-neuronx`` parser's subparsers."""
     p = sub.add_parser("estimate", help="estimate time, memory, compiles and cost of a model step on Trainium",
                        description=__doc__.split("\n\n")[0])

@@ -27,11 +27,13 @@ The algorithm choice is a labelled assumption (``calibration.ASSUMPTIONS``). Tim
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
+from torch._ops import OpOverload
 
 from .topology import GroupShape, Placement
 
@@ -153,7 +155,7 @@ def kind_of(op: str) -> str | None:
     return _PG_OPS.get(op)
 
 
-def is_collective(func) -> bool:
+def is_collective(func: OpOverload) -> bool:
     """True for a collective op (``c10d.*``, ``_c10d_functional(_autograd).*``) other than ``wait_tensor``."""
     ns = func.namespace
     name = func._overloadpacket.__name__
@@ -164,12 +166,12 @@ def is_collective(func) -> bool:
     return False
 
 
-def is_wait(func) -> bool:
+def is_wait(func: OpOverload) -> bool:
     """True for ``_c10d_functional.wait_tensor``: the program waits for a collective's result here."""
     return func.namespace == "_c10d_functional" and func._overloadpacket.__name__ == "wait_tensor"
 
 
-def resolve_group(group) -> dist.ProcessGroup:
+def resolve_group(group: str | dist.ProcessGroup | torch.ScriptObject) -> dist.ProcessGroup:
     """The ProcessGroup a collective op argument names: a boxed ``ProcessGroup`` (``c10d.*`` ops) or a
     group name (``_c10d_functional.*`` ops, resolved by c10d's registry, as functional collectives do)."""
     if isinstance(group, str):
@@ -181,13 +183,20 @@ def resolve_group(group) -> dist.ProcessGroup:
     return dist.ProcessGroup.unbox(group)
 
 
-def group_of(func, args, kwargs) -> dist.ProcessGroup:
-    """The process group a collective op (``is_collective(func)``) runs on."""
+def group_of(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dist.ProcessGroup:
+    """The process group a collective op (``is_collective(func)``) runs on.
+
+    Raises:
+        ValueError: a functional collective called without its ``group_name``.
+    """
     name = func._overloadpacket.__name__
     if func.namespace == "c10d":
         return resolve_group(args[_C10D[name][1]])
     index = _FUNCTIONAL[name][1]
-    return resolve_group(args[index] if len(args) > index else kwargs.get("group_name"))
+    group = args[index] if len(args) > index else kwargs.get("group_name")
+    if group is None:
+        raise ValueError(f"{func} was called without a group_name: the process group it runs on is unknown")
+    return resolve_group(group)
 
 
 def on_neuron_backend(pg: dist.ProcessGroup) -> bool:
@@ -202,7 +211,7 @@ def on_neuron_backend(pg: dist.ProcessGroup) -> bool:
     return getattr(backend, "getBackendName", lambda: "")() == "neuron"
 
 
-def describe(func, args, kwargs, out) -> CollectiveCall:
+def describe(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> CollectiveCall:
     """The :class:`CollectiveCall` of one collective op (``is_collective(func)`` must hold).
 
     Raises:
@@ -281,7 +290,7 @@ class CollectiveModel:
                              f"({p.platform.name}): collectives across instances cannot be estimated")
         return per_instance / p.cores_per_instance, inter.inter_node_hop_latency_s
 
-    def time(self, kind: str, nbytes: float, ranks) -> CollectiveTime:
+    def time(self, kind: str, nbytes: float, ranks: Iterable[int]) -> CollectiveTime:
         """Estimated time of one ``kind`` collective of buffer size ``nbytes`` over global ``ranks``."""
         ranks = list(ranks)
         p = self.placement

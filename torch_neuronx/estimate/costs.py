@@ -31,17 +31,18 @@ ops add a launch overhead, compiled graphs fuse (:mod:`.fusion`). All ESTIMATES.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import torch
+from torch._ops import OpOverload
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import flop_registry
 
 from .roofline import Roofline, dtype_name
 
-__all__ = ["OpClass", "Engine", "OpCost", "CostTable", "ENGINES"]
+__all__ = ["OpClass", "Engine", "OpCost", "CostRule", "CostTable", "ENGINES"]
 
 aten = torch.ops.aten
 
@@ -71,6 +72,10 @@ class OpCost:
     hbm_bytes: int = 0
     dma_transfers: int = 0
     fusible: bool = False
+
+
+#: A cost rule: ``(func, args, kwargs, out) -> OpCost`` for one call of an op (``out`` is its result).
+CostRule = Callable[[OpOverload, tuple[Any, ...], dict[str, Any], Any], OpCost]
 
 
 # --- op sets ------------------------------------------------------------------------------------------------
@@ -217,24 +222,24 @@ class CostTable:
 
     def __init__(self, roofline: Roofline):
         self.roofline = roofline
-        self._rules: dict = {}
+        self._rules: dict[OpOverload, CostRule] = {}
 
     # --- dispatch -----------------------------------------------------------------------------------------
-    def rule(self, func) -> Callable:
+    def rule(self, func: OpOverload) -> CostRule:
         """The cost function of ``func`` (cached per overload)."""
         r = self._rules.get(func)
         if r is None:
             r = self._rules[func] = self._classify(func)
         return r
 
-    def cost(self, func, args, kwargs, out) -> OpCost:
+    def cost(self, func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> OpCost:
         """The :class:`OpCost` of one call of ``func`` (its ``args``, ``kwargs`` and result ``out``)."""
         tensors = _tensors((args, kwargs, out))
         if any(t.dtype in _FALLBACK_DTYPES for t in tensors):
             return OpCost("host_fallback", hbm_bytes=0)
         return self.rule(func)(func, args, kwargs, out)
 
-    def _classify(self, func) -> Callable:
+    def _classify(self, func: OpOverload) -> CostRule:
         ns = func.namespace
         name = func._overloadpacket.__name__
         base = _base_name(func)

@@ -16,6 +16,8 @@ This is the estimator's one use of a private torch attribute: it is pinned to to
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 
@@ -31,7 +33,7 @@ class PropagationMarker:
     """Context manager standing in for ``ShardingPropagator._fake_mode_lock``: enters the original and
     counts the depth of sharding propagation on this thread."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: AbstractContextManager[Any]):
         self.inner = inner
         self._local = threading.local()
 

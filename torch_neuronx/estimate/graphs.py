@@ -23,11 +23,14 @@ inside one launch are not seen by the memory tracker; its outputs are.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import active
+
+if TYPE_CHECKING:
+    from .session import EstimateSession
 
 __all__ = ["GraphLauncher", "InductorCapture", "graph_cost"]
 
@@ -97,7 +100,8 @@ def _val(x):
     return x.meta.get("val") if isinstance(x, torch.fx.Node) else x
 
 
-def graph_cost(gm: torch.fx.GraphModule, session, inductor: list | None = None) -> tuple[list, list, list, str]:
+def graph_cost(gm: torch.fx.GraphModule, session: EstimateSession,
+               inductor: list | None = None) -> tuple[list, list, list, str]:
     """(events, kernels, collectives, source) of ``gm`` on ``session``'s platform.
 
     ``events``: one :class:`~.events.OpEvent` per ATen op with device work (reads/writes keyed by node);

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig
 
 __all__ = ["PRESETS", "load_config", "model_kind", "ModelKind"]
 
@@ -19,7 +22,7 @@ PRESETS: dict[str, pathlib.Path] = {p.stem: p for p in sorted(_DIR.glob("*.json"
 ModelKind = Literal["causal_lm", "encoder", "vision"]
 
 
-def load_config(model: str):
+def load_config(model: str) -> PreTrainedConfig:
     """The transformers config of ``model`` (preset name, ``config.json`` path, or folder).
 
     Raises:
@@ -54,7 +57,7 @@ def load_config(model: str):
                          f"model_type {model_type!r} ({err})") from None
 
 
-def model_kind(config) -> ModelKind:
+def model_kind(config: PreTrainedConfig) -> ModelKind:
     """``"vision"`` (pixel inputs), ``"causal_lm"`` (decoder with a language-model head) or ``"encoder"``."""
     if getattr(config, "image_size", None) and getattr(config, "num_channels", None):
         return "vision"

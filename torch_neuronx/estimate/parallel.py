@@ -19,15 +19,22 @@ ranks (one instance when it fits), as torchrun and NxD place them.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import torch
 
-from .models import model_kind
+from .models import ModelKind, model_kind
+
+if TYPE_CHECKING:
+    from torch.distributed.tensor.parallel import ParallelStyle
+    from transformers import PreTrainedConfig, PreTrainedModel
+
+    from .shapes import ShapeOnly
 
 __all__ = ["build_model", "tp_plan", "decoder_layers"]
 
 
-def decoder_layers(model, config) -> torch.nn.ModuleList | None:
+def decoder_layers(model: torch.nn.Module, config: PreTrainedConfig) -> torch.nn.ModuleList | None:
     """The ``ModuleList`` of the model's transformer blocks (the first with ``num_hidden_layers`` entries)."""
     n = getattr(config, "num_hidden_layers", None)
     for m in model.modules():
@@ -36,7 +43,8 @@ def decoder_layers(model, config) -> torch.nn.ModuleList | None:
     return None
 
 
-def tp_plan(model, config, sequence_parallel: bool, task: str) -> tuple[dict, list[str]]:
+def tp_plan(model: PreTrainedModel, config: PreTrainedConfig, sequence_parallel: bool,
+            task: str) -> tuple[dict[str, ParallelStyle], list[str]]:
     """(``parallelize_module`` plan, notes) for a causal LM (see the module docstring).
 
     Raises:
@@ -55,7 +63,7 @@ def tp_plan(model, config, sequence_parallel: bool, task: str) -> tuple[dict, li
         raise ValueError(f"{type(config).__name__} has no base_model_tp_plan: transformers publishes no tensor-"
                          "parallel plan for this architecture, so --tp > 1 cannot shard it")
     prefix = model.base_model_prefix
-    plan: dict = {}
+    plan: dict[str, ParallelStyle] = {}
     notes = []
     skipped = sorted({v for v in base.values() if v not in ("colwise", "rowwise")})
     for pattern, style in base.items():
@@ -93,8 +101,9 @@ def tp_plan(model, config, sequence_parallel: bool, task: str) -> tuple[dict, li
     return plan, notes
 
 
-def build_model(so, config, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fsdp: int = 1,
-                sequence_parallel: bool = False, kind: str | None = None, task: str = "forward"):
+def build_model(so: ShapeOnly, config: PreTrainedConfig, dtype: torch.dtype = torch.bfloat16, tp: int = 1,
+                fsdp: int = 1, sequence_parallel: bool = False, kind: ModelKind | None = None,
+                task: str = "forward") -> tuple[PreTrainedModel, list[str], ModelKind, PreTrainedConfig]:
     """A transformers model of ``config`` on fake ``neuron`` tensors inside the :class:`~.shapes.ShapeOnly`
     ``so``, sharded ``tp`` x ``fsdp``.
 

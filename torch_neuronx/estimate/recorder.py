@@ -16,7 +16,11 @@ run eagerly), an infra mode does not.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
+from torch._ops import OpOverload
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import dtensor_propagation
@@ -37,7 +41,7 @@ class EstimateMode(TorchDispatchMode):
         sink: the session's recording function.
     """
 
-    def __init__(self, sink):
+    def __init__(self, sink: Callable[[OpOverload, tuple[Any, ...], dict[str, Any], Any], None]):
         super().__init__()
         self.sink = sink
         self.paused = 0

@@ -8,11 +8,14 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
-from .calibration import ASSUMPTIONS, FITTED
+from .calibration import ASSUMPTIONS, FITTED, ModelConstants
 from .timeline import Schedule, schedule
 from .trace import chrome_trace, write
+
+if TYPE_CHECKING:
+    from .session import EstimateSession
 
 __all__ = ["EstimateReport", "TopOp", "CollectiveSummary", "FirstRunCompiles", "build_report"]
 
@@ -119,7 +122,7 @@ class EstimateReport:
     estimate: bool = True
     _schedules: dict = field(default_factory=dict, repr=False)
     _memory_samples: list = field(default_factory=list, repr=False)
-    _session: object = field(default=None, repr=False)
+    _session: EstimateSession | None = field(default=None, repr=False)
 
     # --- derived ---------------------------------------------------------------------------------------------
     @property
@@ -149,15 +152,30 @@ class EstimateReport:
             return None
         return self.usd_per_step / self.tokens_per_step * 1e6
 
-    def step_time_with(self, constants, mode: Mode | None = None) -> float:
+    def step_time_with(self, constants: ModelConstants, mode: Mode | None = None) -> float:
         """Step time (seconds) of the same recording with other constants, in ``mode`` (default the
-        headline): the quick form of :meth:`with_constants` used to fit them."""
-        return _schedule_one(self._session, constants, mode or self.mode).step_s
+        headline): the quick form of :meth:`with_constants` used to fit them.
 
-    def with_constants(self, constants) -> EstimateReport:
+        Raises:
+            ValueError: the report was not built from a recording (see :meth:`with_constants`).
+        """
+        return _schedule_one(self._recording(), constants, mode or self.mode).step_s
+
+    def with_constants(self, constants: ModelConstants) -> EstimateReport:
         """The same recording re-estimated with other :class:`~.calibration.ModelConstants` (no re-run; this
-        is how ``bench/estimate.py --fit`` fits them)."""
-        return build_report(self._session, constants)
+        is how ``bench/estimate.py --fit`` fits them).
+
+        Raises:
+            ValueError: the report was not built from a recording (constructed by hand instead of by
+                :func:`build_report`): there is nothing to re-estimate.
+        """
+        return build_report(self._recording(), constants)
+
+    def _recording(self) -> EstimateSession:
+        if self._session is None:
+            raise ValueError("this EstimateReport holds no recording (it was not made by build_report / "
+                             "torch_neuronx.estimate): re-estimating it with other constants needs one")
+        return self._session
 
     # --- outputs ---------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -226,7 +244,7 @@ def _fmt_b(b: float) -> str:
     return f"{int(b)} B"
 
 
-def _schedule_one(session, constants, mode: Mode) -> Schedule:
+def _schedule_one(session: EstimateSession, constants: ModelConstants, mode: Mode) -> Schedule:
     from .collectives import CollectiveModel
     from .roofline import Roofline
 
@@ -240,10 +258,10 @@ def _schedule_one(session, constants, mode: Mode) -> Schedule:
 _LAYER_INDEX = re.compile(r"\.\d+\.")
 
 
-def build_report(session, constants=None) -> EstimateReport:
+def build_report(session: EstimateSession, constants: ModelConstants | None = None) -> EstimateReport:
     """Builds the report of a finished :class:`~.session.EstimateSession` (with ``constants`` instead of the
     session's, if given: the same recording re-estimated, which is how the constants are fitted)."""
-    from .collectives import CollectiveModel
+    from .collectives import CollectiveCall, CollectiveModel, CollectiveTime
     from .roofline import Roofline
 
     constants = constants or session.constants
@@ -251,7 +269,7 @@ def build_report(session, constants=None) -> EstimateReport:
     roofline = Roofline(platform, session.lnc, constants)
     collectives_model = CollectiveModel(session.placement, constants.alpha_cc_s)
 
-    def collective_time(call):
+    def collective_time(call: CollectiveCall) -> CollectiveTime:
         return collectives_model.time(call.kind, call.nbytes, call.ranks)
 
     alive = session.memory.is_live

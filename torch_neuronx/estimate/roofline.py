@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from ..runtime.platforms import EngineSpec, Platform
 from .calibration import ModelConstants
 
@@ -32,7 +34,7 @@ _STATIONARY_MAX = 128      # stationary tile free size = the array's columns
 _CONTRACTION = 128         # partitions = the array's rows
 
 
-def dtype_name(dtype) -> str:
+def dtype_name(dtype: torch.dtype) -> str:
     """``torch.bfloat16`` -> ``"bfloat16"`` (the platform table's dtype keys)."""
     return str(dtype).replace("torch.", "")
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, defaultdict
-from typing import cast
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils import _pytree as pytree
@@ -44,7 +45,15 @@ from .recorder import EstimateMode, ProgramContext
 from .roofline import Roofline, dtype_name
 from .topology import Placement, resolve_instance
 
+if TYPE_CHECKING:
+    from .graphs import GraphLauncher
+    from .report import EstimateReport, Task
+
 __all__ = ["EstimateSession", "estimate"]
+
+#: What the ``"neuron"`` process group passes as a collective's outputs / inputs: a tensor, a list of tensors
+#: or a list of lists.
+TensorTree = torch.Tensor | Sequence["TensorTree"]
 
 _PHASE_CATEGORY = {"forward": "activations", "backward": "temporaries", "optimizer": "optimizer_state"}
 
@@ -67,7 +76,9 @@ class EstimateSession:
     """
 
     def __init__(self, platform: str | Platform = "trn2", lnc: int | None = None, instance: str | None = None,
-                 instances: int = 1, price_per_hour: float | None = None, modules=(), optimizers=(),
+                 instances: int = 1, price_per_hour: float | None = None,
+                 modules: torch.nn.Module | Sequence[torch.nn.Module | None] | None = (),
+                 optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] = (),
                  compiled: bool | None = None, constants: ModelConstants | None = None,
                  tokens_per_step: int | None = None, trace: str | None = None, module_names: bool = False):
         self.module_names = module_names
@@ -83,8 +94,11 @@ class EstimateSession:
         self.costs = CostTable(self.roofline)
         self.collectives = CollectiveModel(self.placement, self.constants.alpha_cc_s)
         self.memory = MemoryTracker()
-        self.modules = [m for m in (modules if isinstance(modules, (list, tuple)) else [modules]) if m is not None]
-        self.optimizers = list(optimizers if isinstance(optimizers, (list, tuple)) else [optimizers])
+        if isinstance(modules, torch.nn.Module):
+            modules = [modules]
+        self.modules: list[torch.nn.Module] = [m for m in modules or () if m is not None]
+        self.optimizers: list[torch.optim.Optimizer] = (
+            [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers))
         self.compiled = compiled
         self.tokens_per_step = tokens_per_step
         self.trace_path = trace
@@ -97,9 +111,9 @@ class EstimateSession:
         self.signatures: set = set()
         self.graph_keys: set = set()
         self.index = 0
-        self.task: str | None = None
+        self.task: Task | None = None
         self.notes: list[str] = []
-        self.report = None
+        self.report: EstimateReport | None = None
         self.kernel_cache: dict = {}
         self._mode: EstimateMode | None = None
         self._context: ProgramContext | None = None
@@ -142,7 +156,7 @@ class EstimateSession:
                 report.save_chrome_trace(self.trace_path)
 
     @contextlib.contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """Ops run inside are neither costed nor counted, nor their outputs tracked in memory."""
         mode = self._mode
         if mode is None:
@@ -154,7 +168,7 @@ class EstimateSession:
             mode.paused -= 1
 
     @contextlib.contextmanager
-    def segment(self, name: str, repeat: float = 1.0, graphs: int = 1, note: str = ""):
+    def segment(self, name: str, repeat: float = 1.0, graphs: int = 1, note: str = "") -> Iterator[Segment]:
         """Ops recorded inside form a segment that the step runs ``repeat`` times (e.g. one micro-batch of
         ``K`` accumulated ones); ``graphs`` compiled graphs launch per repetition.
 
@@ -219,9 +233,8 @@ class EstimateSession:
             if fsdp is not None:
                 for m in root.modules():
                     if isinstance(m, fsdp):
-                        module = cast(torch.nn.Module, m)
-                        self._hooks.append(module.register_forward_pre_hook(lambda *a: self.memory.refresh()))
-                        self._hooks.append(module.register_forward_hook(lambda *a: self.memory.refresh()))
+                        self._hooks.append(m.register_forward_pre_hook(lambda *a: self.memory.refresh()))
+                        self._hooks.append(m.register_forward_hook(lambda *a: self.memory.refresh()))
         from torch.optim import optimizer as optim
 
         def after_step(opt, args, kwargs):
@@ -236,7 +249,7 @@ class EstimateSession:
 
         self._hooks.append(optim.register_optimizer_step_post_hook(after_step))
 
-    def tag(self, obj, category: str) -> None:
+    def tag(self, obj: object, category: str) -> None:
         """Counts the ``neuron`` tensors of ``obj`` (a tensor, a nested structure of tensors, or a transformers
         cache) as ``category`` (e.g. ``"kv_cache"``) in the memory breakdown."""
         tensors = _neuron_tensors(obj)
@@ -321,7 +334,8 @@ class EstimateSession:
         return self._event(f"{call.kind} ({len(call.ranks)} ranks)", OpCost("collective"), reads, writes,
                            f"{call.nbytes} bytes {call.dtype}", collective=call, collective_time=t)
 
-    def add_collective(self, kind: str, nbytes: int, ranks, group: str, dtype: str = "") -> CollectiveTime:
+    def add_collective(self, kind: str, nbytes: int, ranks: Iterable[int], group: str,
+                       dtype: str = "") -> CollectiveTime:
         """Adds a collective the program does not run here (e.g. data-parallel gradient sync over ranks
         beyond the simulated world) to the current segment; returns its estimated time."""
         call = CollectiveCall(kind, int(nbytes), tuple(ranks), group, dtype)
@@ -329,7 +343,8 @@ class EstimateSession:
             CollectiveTime(0.0, 0.0, "")
 
     # --- hooks of other layers ----------------------------------------------------------------------------
-    def record_collective(self, op: str, outputs, inputs, ranks, group: str, peer: int | None = None) -> None:
+    def record_collective(self, op: str, outputs: TensorTree | None, inputs: TensorTree | None,
+                          ranks: Iterable[int], group: str, peer: int | None = None) -> None:
         """Called by the ``"neuron"`` process group for each collective it runs (real runs).
 
         Args:
@@ -355,10 +370,11 @@ class EstimateSession:
             self.memory.track(t, "collective_buffers")
 
     def record_nki_kernel(self, name: str, platform: str, latency_s: float, engine_busy_s: dict, flops: float,
-                          dma_bytes: int, inputs=(), outputs=()) -> None:
+                          dma_bytes: int, inputs: Sequence[torch.Tensor] = (), outputs: Any = ()) -> None:
         """Called by ``nki_op`` for each NKI kernel launch, costed by the NKI simulator's cost model on this
         estimate's platform: ``latency_s`` of the launch, busy seconds per engine (tensor, vector, scalar,
-        gpsimd, dma), matmul ``flops``, ``dma_bytes`` moved."""
+        gpsimd, dma), matmul ``flops``, ``dma_bytes`` moved; ``inputs``: the kernel's tensor arguments,
+        ``outputs``: what it returned (a tensor or a nested structure of them)."""
         info = KernelInfo(name, platform, latency_s, dict(engine_busy_s), flops, dma_bytes)
         ins, outs = _neuron_tensors(inputs), _neuron_tensors(outputs)
         cost = OpCost("nki_kernel", int(info.flops), dict(info.engine_busy_s), int(info.dma_bytes))
@@ -366,7 +382,7 @@ class EstimateSession:
         self._event(f"nki:{info.name}", cost, [(id(t.untyped_storage()), _nbytes(t)) for t in ins],
                     [(id(t.untyped_storage()), _nbytes(t)) for t in outs], self._shapes(ins), kernel=info)
 
-    def launch_graph(self, launcher, args):
+    def launch_graph(self, launcher: GraphLauncher, args: tuple[Any, ...]) -> Any:
         """Runs one launch of a compiled graph (a :class:`~.graphs.GraphLauncher`) and records it: one event
         costed from the graph's ATen ops (:func:`~.graphs.graph_cost`), its outputs counted in memory."""
         from .graphs import graph_cost
@@ -403,7 +419,7 @@ class EstimateSession:
         return out
 
     # --- result --------------------------------------------------------------------------------------------
-    def build_report(self):
+    def build_report(self) -> EstimateReport:
         """The :class:`~.report.EstimateReport` of what was recorded (also set as ``report`` on exit)."""
         from .report import build_report
 
@@ -411,7 +427,9 @@ class EstimateSession:
 
 
 def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance: str | None = None,
-             instances: int = 1, price_per_hour: float | None = None, modules=(), optimizers=(),
+             instances: int = 1, price_per_hour: float | None = None,
+             modules: torch.nn.Module | Sequence[torch.nn.Module | None] | None = (),
+             optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] = (),
              compiled: bool | None = None, constants: ModelConstants | None = None,
              tokens_per_step: int | None = None, trace: str | None = None,
              module_names: bool = False) -> EstimateSession:
@@ -423,9 +441,9 @@ def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance
         instance: EC2 instance type (default: the platform's largest, e.g. trn2.48xlarge).
         instances: number of instances (ranks are laid out over their logical cores in order).
         price_per_hour: USD per instance-hour; default the table's on-demand price (None for trn2/trn3).
-        modules: the model(s): their parameters, gradients and buffers are counted in memory from the
-            start, and module names label the top ops.
-        optimizers: their state is counted in memory from the start.
+        modules: the model(s), a module or a sequence of them (None entries skipped): their parameters,
+            gradients and buffers are counted in memory from the start, and module names label the top ops.
+        optimizers: an optimizer or a sequence of them: their state is counted in memory from the start.
         compiled: headline estimate as compiled graphs (True) or eager ops (False); None: compiled if the
             program ran compiled graphs, else eager. Both are always in the report.
         constants: fitted constants to use instead of ``calibration.default_constants()``.

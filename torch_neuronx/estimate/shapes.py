@@ -19,10 +19,18 @@ meshes inside ``fully_shard``: :meth:`ShapeOnly.causal_lm` therefore builds and 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import FakeTensorMode
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
+    from transformers import PreTrainedConfig, PreTrainedModel
+
+    from .models import ModelKind
 
 __all__ = ["ShapeOnly", "shape_only"]
 
@@ -47,7 +55,7 @@ class ShapeOnly:
         self.rank = rank
         self.fake_mode: FakeTensorMode | None = None
         self._owns_group = False
-        self._meshes: dict = {}
+        self._meshes: dict[tuple[tuple[int, ...], tuple[str, ...]], DeviceMesh] = {}
 
     def __enter__(self) -> ShapeOnly:
         if self.world_size > 1:
@@ -74,14 +82,14 @@ class ShapeOnly:
             self._owns_group = False
 
     @contextlib.contextmanager
-    def real(self):
+    def real(self) -> Iterator[None]:
         """Leaves the fake mode temporarily (to build device meshes or shard on ``meta``)."""
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
         with unset_fake_temporarily():
             yield
 
-    def mesh(self, shape: tuple[int, ...], names: tuple[str, ...]):
+    def mesh(self, shape: tuple[int, ...], names: tuple[str, ...]) -> DeviceMesh:
         """A ``neuron`` DeviceMesh of ``shape`` over the fake world (built outside the fake mode; cached).
 
         Raises:
@@ -100,8 +108,9 @@ class ShapeOnly:
                 self._meshes[key] = init_device_mesh("neuron", tuple(shape), mesh_dim_names=tuple(names))
         return self._meshes[key]
 
-    def causal_lm(self, config, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fsdp: int = 1,
-                  sequence_parallel: bool = False, kind: str | None = None, task: str = "forward"):
+    def causal_lm(self, config: PreTrainedConfig, dtype: torch.dtype = torch.bfloat16, tp: int = 1, fsdp: int = 1,
+                  sequence_parallel: bool = False, kind: ModelKind | None = None,
+                  task: str = "forward") -> PreTrainedModel:
         """A transformers model of ``config`` on fake ``neuron`` tensors, sharded ``tp`` x ``fsdp``.
 
         See :func:`.parallel.build_model` (which this calls) for the arguments and errors.

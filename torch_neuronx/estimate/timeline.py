@@ -14,9 +14,11 @@ over segments of ``repeat x`` the segment's makespan. All ESTIMATES.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .collectives import CollectiveCall, CollectiveTime
 from .costs import ENGINES
 from .fusion import Kernel, fuse, per_op_kernels
 from .roofline import Roofline
@@ -112,7 +114,8 @@ def _kernel_time(k: Kernel, engines: dict, roofline: Roofline, mode: Mode = "com
 
 
 def schedule(segments: list, mode: Mode, roofline: Roofline, eager_launch_s: float, graph_launch_s: float,
-             alive_at_end, collective_time, kernel_cache: dict | None = None) -> Schedule:
+             alive_at_end: Callable[[int], bool], collective_time: Callable[[CollectiveCall], CollectiveTime],
+             kernel_cache: dict | None = None) -> Schedule:
     """Schedules every segment's events in ``mode`` (see the module docstring).
 
     Args:

@@ -6,6 +6,7 @@ instance ``r // cores_per_instance``), as ``torchrun --nproc-per-node <cores>`` 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..runtime.platforms import InstanceSpec, Platform
@@ -88,7 +89,7 @@ class Placement:
         instance, core = divmod(rank, self.cores_per_instance)
         return instance, core // self.cores_per_chip
 
-    def group(self, ranks) -> GroupShape:
+    def group(self, ranks: Iterable[int]) -> GroupShape:
         """The :class:`GroupShape` of a list of global ranks."""
         ranks = list(ranks)
         per_instance: dict[int, int] = {}

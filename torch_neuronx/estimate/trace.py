@@ -11,6 +11,12 @@ Perfetto's trace processor downloads its binary at run time.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .report import EstimateReport
+    from .timeline import Schedule
 
 __all__ = ["TRACE_SCHEMA", "chrome_trace", "TRACK_NAMES"]
 
@@ -57,14 +63,15 @@ TRACE_SCHEMA = {
 }
 
 
-def chrome_trace(report, schedule, memory_samples, event_start: dict, rank: int = 0) -> dict:
+def chrome_trace(report: EstimateReport, schedule: Schedule, memory_samples: Sequence[tuple[int, int, int]],
+                 event_start: dict[int, tuple[int, float]], rank: int = 0) -> dict:
     """The trace of ``schedule`` (one mode of ``report``) as a JSON-ready dict.
 
     Args:
         report: the :class:`~.report.EstimateReport` (platform, LNC, constants, segments).
         schedule: the :class:`~.timeline.Schedule` drawn.
         memory_samples: [(event index, device, bytes in use)] from the memory tracker.
-        event_start: {event index: start seconds within its segment} of ``schedule``.
+        event_start: {event index: (segment index, start seconds within the segment)} of ``schedule``.
         rank: the rank (pid).
     """
     tracks: dict[str, int] = {}

@@ -30,6 +30,7 @@ from . import attention
 from .calibration import ModelConstants
 from .models import load_config, model_kind
 from .parallel import build_model
+from .report import EstimateReport
 from .session import EstimateSession
 from .shapes import ShapeOnly
 from .topology import Placement, resolve_instance
@@ -135,7 +136,7 @@ def _positions(batch: int, start: int, length: int) -> dict:
     return {"position_ids": pos.unsqueeze(0).expand(batch, length)}
 
 
-def run_estimate(setup: Setup):
+def run_estimate(setup: Setup) -> EstimateReport:
     """Estimates ``setup`` shape-only and returns the :class:`~.report.EstimateReport`.
 
     Raises:
@@ -180,6 +181,8 @@ def run_estimate(setup: Setup):
             _prefill(session, model, built_config, kind, setup, seq)
         else:
             _decode(session, model, built_config, setup)
+    if session.report is None:          # each task records inside ``with session``, which sets it on exit
+        raise RuntimeError(f"the {setup.task!r} estimate recorded no step (torch_neuronx.estimate.workloads)")
     return session.report
 
 
