@@ -11,7 +11,7 @@ from .launch import report, torchrun
 def test_neuron_process_group_collectives_are_recorded_once():
     proc = torchrun("estimate", 2)
     assert proc.returncode == 0, report(proc)
-    found = dict(re.findall(r"\[rank (\d)\] ESTIMATE (.*)", proc.stdout))
+    found = dict(re.findall(r"\[rank (\d)\] ESTIMATE (\{.*?\})(?=\[rank|\s|$)", proc.stdout))
     assert set(found) == {"0", "1"}, report(proc)
     for rank, text in found.items():
         got = json.loads(text)

@@ -1,6 +1,7 @@
 """Worker of tests/distributed/test_estimate.py: collectives of the "neuron" process group recorded by
 torch_neuronx.estimate, once each (functional collectives included), with their bytes and group size."""
 import json
+import os
 
 import torch
 import torch.distributed as dist
@@ -24,7 +25,8 @@ def main() -> None:
         else:
             dist.recv(x, 0)
     calls = [(c.kind, c.group_size, c.calls, c.bytes_per_call) for c in est.report.collectives]
-    print(f"[rank {rank}] ESTIMATE " + json.dumps({"calls": calls, "values": [float(x[0]), float(y[0])]}), flush=True)
+    line = f"[rank {rank}] ESTIMATE " + json.dumps({"calls": calls, "values": [float(x[0]), float(y[0])]}) + "\n"
+    os.write(1, line.encode())  # one write below PIPE_BUF: the two ranks' lines never interleave
     dist.destroy_process_group()
 
 
