@@ -36,6 +36,8 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
             or two ranks of one node driving the same core.
     """
     rendezvous.apply_launcher_environment()
+    if not dist.is_initialized():
+        rendezvous.fill_root_comm_id(opts.store, opts.group_size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
     pg = NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, global_ranks)
     if not dist.is_initialized():
