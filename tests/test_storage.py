@@ -78,3 +78,31 @@ def test_dataloader_workers_return_neuron_tensors():
     batches = list(DataLoader(ds, batch_size=2, num_workers=1, timeout=120))
     assert all(b[0].device == torch.device("neuron:0") for b in batches)
     assert torch.cat([b[0] for b in batches]).cpu().tolist() == torch.arange(8.0).view(4, 2).tolist()
+
+
+def test_load_with_the_device_unavailable_names_the_variable(tmp_path, py):
+    # A bad environment variable makes the device unavailable: torch.load must say which and how to
+    # fix it (PyTorch's own text would blame a "CPU-only machine"); map_location="cpu" still loads.
+    path = tmp_path / "ckpt.pt"
+    torch.save({"w": torch.arange(3.0, device="neuron")}, path)
+    code = f"""
+        import torch
+        try:
+            torch.load({str(path)!r}, weights_only=True)
+        except RuntimeError as e:
+            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
+        try:
+            torch.load({str(path)!r}, map_location="neuron", weights_only=True)
+        except RuntimeError as e:
+            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
+        print("CPU", torch.load({str(path)!r}, map_location="cpu", weights_only=True)["w"].tolist())
+    """
+    proc = py(code, env={"TORCH_NEURONX_PLATFORM": "trn9"})
+    assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 2, proc.stdout
+    for line in errors:
+        assert line.startswith("ERROR TopologyError neuron device unavailable: TORCH_NEURONX_PLATFORM='trn9'")
+        assert "trn1, trn2, trn3" in line and "map_location='cpu'" in line
+        assert "CPU-only machine" not in line
+    assert "CPU [0.0, 1.0, 2.0]" in proc.stdout

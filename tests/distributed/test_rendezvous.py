@@ -4,19 +4,24 @@ for more local processes than cores or two ranks on one core, and the TP-degree 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import warnings
 
 import pytest
 import torch
 from transformers import LlamaConfig
 
-from .launch import report, torchrun
+from .launch import REPO, free_port, job_env, report, torchrun
 from torch_neuronx.distributed import (
     RendezvousError,
+    RendezvousWarning,
     TensorParallelDegreeError,
     apply_launcher_environment,
     check_local_processes,
     check_tp_degree,
 )
+from torch_neuronx.distributed.rendezvous import fill_root_comm_id, root_comm_id_from_store
 
 
 def test_backend_is_registered_for_neuron():
@@ -80,3 +85,70 @@ def test_two_ranks_on_one_core_is_an_error():
     # Both ranks raise; their stderr lines may interleave, so check the pieces.
     assert "RendezvousError" in proc.stderr, report(proc)
     assert "ranks [0, 1] all drive logical NeuronCore 0" in proc.stderr, report(proc)
+
+
+def _spawn_launch(case: str) -> tuple[subprocess.CompletedProcess, int]:
+    port = free_port()
+    proc = subprocess.run([sys.executable, "-m", "tests.distributed.workers.spawn_launch", case, str(port)],
+                          env=job_env(), cwd=REPO, capture_output=True, text=True, timeout=240)
+    return proc, port
+
+
+def test_mp_spawn_with_set_device_drives_one_core_per_rank_and_fills_root_comm_id():
+    # The CUDA idiom: no LOCAL_RANK, each rank picks its core with set_device; Ray-style tcp://
+    # rendezvous without MASTER_ADDR fills NEURON_RT_ROOT_COMM_ID from the store's address.
+    proc, port = _spawn_launch("set_device")
+    assert proc.returncode == 0, report(proc)
+    rows = sorted(re.findall(r"RESULT (\d) (\S+) (\S+) (\S+)", proc.stdout))
+    assert rows == [("0", "neuron:0", "3.0", f"127.0.0.1:{port}"),
+                    ("1", "neuron:1", "3.0", f"127.0.0.1:{port}")], report(proc)
+
+
+def test_mp_spawn_ranks_on_the_same_device_is_an_error():
+    proc, _ = _spawn_launch("same_device")
+    assert proc.returncode == 0, report(proc)
+    errors = re.findall(r"ERROR (\d) (\w+): (.*)", proc.stdout)
+    assert sorted(r for r, *_ in errors) == ["0", "1"], report(proc)
+    for _, kind, message in errors:
+        assert kind == "RendezvousError"
+        assert "ranks [0, 1] all drive logical NeuronCore 0" in message
+        assert "torch.neuron.set_device" in message
+
+
+def test_root_comm_id_comes_from_the_tcp_store_under_prefix_stores():
+    import torch.distributed as dist
+
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)
+    wrapped = dist.PrefixStore("default_pg", dist.PrefixStore("0", store))
+    assert root_comm_id_from_store(wrapped) == f"127.0.0.1:{store.port}"
+    env: dict[str, str] = {}
+    assert fill_root_comm_id(wrapped, 2, env) == f"127.0.0.1:{store.port}"
+    assert env == {"NEURON_RT_ROOT_COMM_ID": f"127.0.0.1:{store.port}"}
+    given = {"NEURON_RT_ROOT_COMM_ID": "root:1"}
+    assert fill_root_comm_id(wrapped, 2, given) is None and given == {"NEURON_RT_ROOT_COMM_ID": "root:1"}
+
+
+def test_file_store_rendezvous_warns_what_trainium_needs(tmp_path):
+    import torch.distributed as dist
+
+    store = dist.FileStore(str(tmp_path / "store"), 2)
+    env: dict[str, str] = {}
+    with pytest.warns(RendezvousWarning, match=r"NEURON_RT_ROOT_COMM_ID=<rank-0 host>:<port>.*FileStore|"
+                                               r"FileStore.*NEURON_RT_ROOT_COMM_ID=<rank-0 host>:<port>"):
+        assert fill_root_comm_id(store, 2, env) is None
+    assert env == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fill_root_comm_id(dist.FileStore(str(tmp_path / "one"), 1), 1, env) is None  # one rank: no root
+
+
+def test_tp_degree_not_dividing_heads_is_caught_before_the_forward(tmp_path):
+    # transformers shards q/k/v of an 8-head model over 3 ranks unevenly and would fail in a reshape;
+    # the device sees the "tp" mesh and the sharded parameters and raises check_tp_degree's error.
+    proc = torchrun("tp_degree", 3, str(tmp_path / "llama8"))
+    assert proc.returncode == 0, report(proc)
+    errors = dict(re.findall(r"\[rank (\d)\] ERROR (.*)", proc.stdout))
+    assert sorted(errors) == ["0", "1", "2"], report(proc)
+    for message in errors.values():
+        assert message.startswith("TensorParallelDegreeError: tp_size=3 does not divide num_attention_heads=8")
+        assert "Use a tp_size among [1, 2, 4, 8]" in message

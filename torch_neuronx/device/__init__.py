@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import _C, _state
+from . import _utils  # noqa: F401  (torch.neuron._utils, read by torch.load)
 from .._device_index import DeviceLike, device_index
 from ..runtime.platforms import PLATFORMS
 from .memory import (

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 from .registration import create_process_group, register
-from .rendezvous import RendezvousError, apply_launcher_environment, check_local_processes, local_device
+from .rendezvous import (
+    RendezvousError,
+    RendezvousWarning,
+    apply_launcher_environment,
+    check_local_processes,
+    local_device,
+)
 from .tp_degree import TensorParallelDegreeError, check_tp_degree
 from .work import NeuronWork
 
@@ -21,6 +27,7 @@ __all__ = [
     "NeuronProcessGroup",
     "NeuronWork",
     "RendezvousError",
+    "RendezvousWarning",
     "TensorParallelDegreeError",
     "apply_launcher_environment",
     "check_local_processes",

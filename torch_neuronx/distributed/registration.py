@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
-from . import rendezvous
+from . import rendezvous, tp_degree
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
 if TYPE_CHECKING:
@@ -23,8 +23,12 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     Called by ``init_process_group(backend="neuron")`` (the default group),
     ``new_group`` and ``init_device_mesh("neuron", ...)``. Applies the
     rendezvous rules (:func:`.rendezvous.apply_launcher_environment`), builds
-    the gloo transport in the group's store, and for the default group starts
-    this process's heartbeat (used to name a rank that died).
+    the gloo transport in the group's store; for the default group it fills
+    ``NEURON_RT_ROOT_COMM_ID`` from the store's address if still unset
+    (:func:`.rendezvous.fill_root_comm_id`), checks one rank per core
+    (:func:`.rendezvous.claim_core`) and starts this process's heartbeat (used
+    to name a rank that died); a group of several ranks installs the TP-degree
+    check (:func:`.tp_degree.install_forward_check`).
 
     Args:
         opts: ``torch.distributed._DistributedBackendOptions`` (store,
@@ -36,11 +40,18 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
             or two ranks of one node driving the same core.
     """
     rendezvous.apply_launcher_environment()
+    if not dist.is_initialized():
+        rendezvous.fill_root_comm_id(opts.store, opts.group_size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
     pg = NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, global_ranks)
     if not dist.is_initialized():
         rendezvous.claim_core(opts.store, opts.group_rank, opts.group_size)
         pg.start_heartbeat(opts.store)
+    if opts.group_size > 1:
+        # Tensor-parallel models (DTensor parameters on a "tp" mesh dimension, which reuses this
+        # group when it spans the world): check their TP degree against their heads before their
+        # first forward.
+        tp_degree.install_forward_check()
     return pg
 
 

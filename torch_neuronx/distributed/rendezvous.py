@@ -17,6 +17,11 @@ Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
 * More local processes than visible cores is an error naming both counts, and
   two ranks of one node driving the same core is an error naming the ranks
   (:func:`claim_core`, checked through the store at ``init_process_group``).
+  The core a rank drives is its current device, so the CUDA idiom
+  ``torch.neuron.set_device(rank)`` under ``mp.spawn`` (no ``LOCAL_RANK``) works.
+* Without ``MASTER_ADDR`` (``init_method="tcp://host:port"``, as Ray and
+  ``mp.spawn`` scripts use), ``NEURON_RT_ROOT_COMM_ID`` is filled from the
+  address of the default group's ``TCPStore`` (:func:`root_comm_id_from_store`).
 """
 from __future__ import annotations
 
@@ -31,6 +36,10 @@ if TYPE_CHECKING:
 
 class RendezvousError(RuntimeError):
     """The launcher started a process layout the NeuronCores cannot host."""
+
+
+class RendezvousWarning(UserWarning):
+    """The launch works on the software NeuronCore but lacks what Trainium's runtime needs."""
 
 
 def _int_env(env: Mapping[str, str], name: str) -> int | None:
@@ -126,7 +135,66 @@ def apply_launcher_environment(env: MutableMapping[str, str] | None = None) -> d
     return set_vars
 
 
-def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, str] | None = None) -> None:
+def root_comm_id_from_store(store: dist.Store) -> str | None:
+    """``<host>:<port>`` of the ``TCPStore`` under ``store`` (through any ``PrefixStore``), or
+    ``None`` for a store without a network address (``FileStore``, ``HashStore``).
+
+    ``init_process_group(init_method="tcp://host:port")`` (Ray, ``mp.spawn`` scripts) rendezvous
+    through such a store without setting ``MASTER_ADDR``; its address is where rank 0 listens,
+    the address Trainium's runtime bootstraps collectives from (``NEURON_RT_ROOT_COMM_ID``).
+    """
+    import torch.distributed as dist
+
+    seen = 0
+    while isinstance(store, dist.PrefixStore) and seen < 64:
+        store = store.underlying_store
+        seen += 1
+    if isinstance(store, dist.TCPStore):
+        return f"{store.host}:{store.port}"
+    return None
+
+
+def fill_root_comm_id(store: dist.Store, world_size: int, env: MutableMapping[str, str] | None = None) -> str | None:
+    """Sets ``NEURON_RT_ROOT_COMM_ID`` from the default group's store when it is still unset.
+
+    Called by the c10d creator for the default group after
+    :func:`apply_launcher_environment` (which fills it from ``MASTER_ADDR``).
+
+    Args:
+        store: the default group's store.
+        world_size: number of ranks (a one-rank group needs no root).
+        env: the environment to update (default ``os.environ``).
+
+    Returns:
+        The value set, or ``None`` when nothing was set.
+
+    Warns:
+        RendezvousWarning: several ranks rendezvous through a store without an address
+            (``init_method="file://..."``): the software NeuronCore runs, Trainium's collectives
+            would not start; the message names the variable to set.
+    """
+    env = os.environ if env is None else env
+    if env.get("NEURON_RT_ROOT_COMM_ID", "").strip():
+        return None
+    root = root_comm_id_from_store(store)
+    if root is not None:
+        env["NEURON_RT_ROOT_COMM_ID"] = root
+        return root
+    if world_size > 1:
+        import warnings
+
+        warnings.warn(
+            f"NEURON_RT_ROOT_COMM_ID is not set and the rendezvous store ({type(store).__name__}) has no "
+            f"network address: Trainium's runtime bootstraps collectives from "
+            f"NEURON_RT_ROOT_COMM_ID=<rank-0 host>:<port> and would not start them. Set it on every rank "
+            f"(or MASTER_ADDR and MASTER_PORT, or use init_method='tcp://<rank-0 host>:<port>'); the software "
+            f"NeuronCore runs the collectives without it.",
+            RendezvousWarning, stacklevel=3)
+    return None
+
+
+def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, str] | None = None,
+               device: int | None = None) -> None:
     """Checks that no two ranks on one node drive the same logical NeuronCore.
 
     Each rank writes ``<host>/<node rank>/<global core id>`` into the default
@@ -139,6 +207,9 @@ def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, 
         rank: this process's global rank.
         world_size: number of ranks.
         env: environment to read (default ``os.environ``).
+        device: index of the ``neuron`` device this rank drives (default: the
+            current device, which is ``LOCAL_RANK`` under torchrun unless the
+            script called ``torch.neuron.set_device``).
 
     Raises:
         RendezvousError: on every rank of a clash, naming the ranks, the host
@@ -151,7 +222,12 @@ def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, 
 
     env = os.environ if env is None else env
     topo = _state.require_topology()
-    core = topo.visible_cores[local_device(env)]
+    check_local_processes(env)
+    if device is None:
+        from .. import device as neuron
+
+        device = neuron.current_device()
+    core = topo.visible_cores[device]
     node = env.get("GROUP_RANK", "0")
     mine = f"{socket.gethostname()}/{node}/{core}"
     store.set(f"neuron_core/{rank}", mine)
@@ -167,6 +243,7 @@ def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, 
         )
         raise RendezvousError(
             f"{what}: TorchNeuron drives one logical core per process. Give each process its own core "
-            f"(let the launcher set LOCAL_RANK and leave NEURON_RT_VISIBLE_CORES unset, or set it to a "
-            f"different core per process)"
+            f"(let the launcher set LOCAL_RANK and leave NEURON_RT_VISIBLE_CORES unset, call "
+            f"torch.neuron.set_device(local rank) before init_process_group, or set NEURON_RT_VISIBLE_CORES "
+            f"to a different core per process)"
         )

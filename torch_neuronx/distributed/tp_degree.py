@@ -4,12 +4,24 @@ Colwise-sharding q/k/v projections over ``tp_size`` ranks gives each rank
 ``heads / tp_size`` heads, so ``tp_size`` must divide both the number of
 attention heads and the number of key/value heads (grouped-query attention).
 On Trainium a TP degree that does not divide the KV heads is a common failure,
-and transformers itself only fails later, in the forward; this check says which
-count fails before any weight is sharded.
+and transformers itself only fails later, in the forward, with an unrelated
+reshape error; this check says which count fails.
+
+Call :func:`check_tp_degree` before sharding; the device also runs it by itself
+(:func:`install_forward_check`, installed when a ``neuron`` process group of
+several ranks is created): before the first forward of a module that has
+a ``config`` with attention heads and parameters sharded (DTensor) over a
+``neuron`` mesh with a ``"tp"`` dimension — transformers'
+``from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))`` — so
+the forward raises :class:`TensorParallelDegreeError` instead of failing in a
+reshape.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
+
+import torch
 
 
 class TensorParallelDegreeError(ValueError):
@@ -47,3 +59,52 @@ def check_tp_degree(config: Any, tp_size: int) -> None:
                 f"(attention heads {heads}, key/value heads {kv_heads}): each tensor-parallel rank must "
                 f"hold whole heads. Use a tp_size among {divisors}."
             )
+
+
+#: Modules already checked (or found not tensor-parallel on ``neuron``).
+_checked: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
+_hook_handle: Any = None
+
+
+def tp_mesh_size(module: torch.nn.Module) -> int | None:
+    """Size of the ``"tp"`` dimension of the ``neuron`` DeviceMesh ``module``'s parameters are
+    sharded over (DTensor parameters), or ``None`` when none is."""
+    for p in module.parameters():
+        mesh = getattr(p, "device_mesh", None)
+        names = getattr(mesh, "mesh_dim_names", None) or ()
+        if mesh is not None and mesh.device_type == "neuron" and "tp" in names:
+            return int(mesh.size(names.index("tp")))
+    return None
+
+
+def _has_heads(config: Any) -> bool:
+    if getattr(config, "num_attention_heads", None) is not None:
+        return True
+    get_text = getattr(config, "get_text_config", None)
+    return callable(get_text) and getattr(get_text(), "num_attention_heads", None) is not None
+
+
+def _check_before_forward(module: torch.nn.Module, args: Any) -> None:
+    if torch.compiler.is_compiling():  # checked by the eager forward; nothing to trace
+        return
+    config = module.__dict__.get("config")
+    if config is None or module in _checked:
+        return
+    tp_size = tp_mesh_size(module) if _has_heads(config) else None
+    if tp_size is not None:
+        check_tp_degree(config, tp_size)  # raises; the module stays unchecked, so every forward raises
+    _checked.add(module)
+
+
+def install_forward_check() -> None:
+    """Registers (once per process) a global forward pre-hook running :func:`check_tp_degree`
+    on the first forward of each module that has a ``config`` with attention heads and
+    parameters sharded over a ``neuron`` mesh's ``"tp"`` dimension (:func:`tp_mesh_size`).
+
+    Called by the c10d creator when a ``neuron`` group of several ranks is created, so
+    single-process programs never run the hook; modules without a ``config`` cost one
+    dictionary lookup per call, and compiled code (Dynamo) skips it.
+    """
+    global _hook_handle
+    if _hook_handle is None:
+        _hook_handle = torch.nn.modules.module.register_module_forward_pre_hook(_check_before_forward)
