@@ -91,10 +91,12 @@ def _inductor_codegen(name: str):
 
 def _on_dynamo_import(module) -> None:
     """Runs when ``torch._dynamo`` is first imported: backend auto-selection for
-    ``torch.compile`` without ``backend=``."""
+    ``torch.compile`` without ``backend=``, and our c10d process group hidden from Dynamo."""
     from .compile import default_backend
+    from .distributed import dynamo_opaque
 
     default_backend.install()
+    dynamo_opaque.hide_from_dynamo()
 
 
 _autoload()
