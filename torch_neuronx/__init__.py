@@ -65,8 +65,38 @@ def _autoload() -> None:
 
     _register_distributed()
     # The Dynamo backend "neuron" registers itself through the torch_dynamo_backends
-    # entry point when first used: nothing of Dynamo or Inductor loads here.
+    # entry point when first used: nothing of Dynamo or Inductor loads here. Inductor finds the
+    # device's code generators on torch.neuron (read only by Inductor, served lazily), and when
+    # Dynamo loads, torch.compile without backend= starts selecting "neuron" for neuron graphs.
+    for name in _INDUCTOR_CODEGEN:
+        _device_module.register_lazy_attribute(name, _inductor_codegen(name))
+    from . import _import_hooks
+
+    _import_hooks.after_import("torch._dynamo", _on_dynamo_import)
     _registered = True
+
+
+#: What Inductor reads from a device module (torch_neuronx.compile.inductor_device.CODEGEN_ATTRIBUTES).
+_INDUCTOR_CODEGEN = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen")
+
+
+def _inductor_codegen(name: str):
+    def factory():
+        from .compile import inductor_device
+
+        return inductor_device.codegen_class(name)
+
+    return factory
+
+
+def _on_dynamo_import(module) -> None:
+    """Runs when ``torch._dynamo`` is first imported: backend auto-selection for
+    ``torch.compile`` without ``backend=``, and our c10d process group hidden from Dynamo."""
+    from .compile import default_backend
+    from .distributed import dynamo_opaque
+
+    default_backend.install()
+    dynamo_opaque.hide_from_dynamo()
 
 
 _autoload()

@@ -15,9 +15,12 @@ Four registrations make Inductor accept the device; without any one of them a co
    Inductor's reduction heuristics;
 2. :class:`DeviceOpOverrides` (no streams, no device guard code: the wrapper runs on the
    calling thread's current device, as Inductor's CPU path does);
-3. a wrapper code generator that emits kernel calls as for ``cpu`` (PyTorch OpenReg's
-   ``inductor_backend.py`` does the same for ``openreg``), registered with ``CppScheduling``
-   (Inductor's C++/OpenMP kernel generator) through ``register_backend_for_device``;
+3. code generators registered through ``register_backend_for_device``: Inductor's C++/OpenMP
+   kernel generator (``CppScheduling``, run with ``cuda_backend="cpp"`` while it generates our
+   kernels: Inductor answers ``cuda_backend`` for devices it does not know), a Python wrapper
+   generator that emits kernel calls as for ``cpu`` (PyTorch OpenReg's ``inductor_backend.py``
+   does the same for ``openreg``), also for subgraphs (``nested_compile_region``), and a C++
+   wrapper generator that refuses with a clear error (AOTInductor, ``cpp_wrapper``);
 4. the scheduler treating ``neuron`` nodes as CPU nodes: ``BaseSchedulerNode.is_cpu()``
    compares ``device.type == "cpu"``; otherwise fusion takes a GPU-only reindexing path that
    fails on C++ kernels. This is the one patch of a private method in the project: it is
@@ -25,7 +28,9 @@ Four registrations make Inductor accept the device; without any one of them a co
    tested against the original's source and behaviour (``tests/compile/test_inductor_device.py``).
 
 :func:`register` is idempotent and imports Inductor; it runs when backend ``"neuron"`` is
-first used, never at ``import torch``.
+first used, or when Inductor itself asks the device module for its code generators
+(``torch.neuron.Scheduling`` ..., :func:`codegen_class`) because a graph on ``neuron`` reached
+plain Inductor; never at ``import torch``.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ PINNED_TORCH = "2.13"
 _lock = threading.Lock()
 _registered = False
 _original_is_cpu: Callable[[Any], bool] | None = None
+_classes: dict[str, type] = {}
 
 
 class InductorDeviceError(RuntimeError):
@@ -168,19 +174,10 @@ def _make_op_overrides():
     return NeuronDeviceOpOverrides()
 
 
-def _make_wrapper_codegen():
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+def _kernel_call_on_cpu(wrapper_cls: type) -> type:
+    """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu``."""
 
-    class NeuronWrapperCodegen(PythonWrapperCodegen):
-        """Python wrapper whose C++ kernel calls are generated as for ``cpu``."""
-
-        @staticmethod
-        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
-            if is_subgraph:
-                return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper,
-                                                    partition_signatures)
-            return NeuronWrapperCodegen()
-
+    class NeuronKernelCalls(wrapper_cls):
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
             from torch._inductor.virtualized import V
 
@@ -189,7 +186,76 @@ def _make_wrapper_codegen():
                 device = torch.device("cpu")
             super()._generate_kernel_call_helper(kernel_name, call_args, device=device, **kwargs)
 
+    return NeuronKernelCalls
+
+
+def _make_wrapper_codegen():
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+
+    class NeuronSubgraphWrapperCodegen(_kernel_call_on_cpu(SubgraphPythonWrapperCodegen)):  # type: ignore[misc]
+        """Wrapper of a subgraph (``torch.compiler.nested_compile_region``, control flow)."""
+
+    class NeuronWrapperCodegen(_kernel_call_on_cpu(PythonWrapperCodegen)):  # type: ignore[misc]
+        """Python wrapper whose C++ kernel calls are generated as for ``cpu``."""
+
+        @staticmethod
+        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+            if is_subgraph:
+                return NeuronSubgraphWrapperCodegen(subgraph_name, parent_wrapper,
+                                                    partition_signatures)
+            return NeuronWrapperCodegen()
+
     return NeuronWrapperCodegen
+
+
+def _make_scheduling():
+    from torch._inductor import config as inductor_config
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    class NeuronScheduling(CppScheduling):
+        """Inductor's C++ scheduling with ``cuda_backend="cpp"`` while it generates code.
+
+        Inductor's ``get_current_backend()`` answers ``config.cuda_backend`` ("triton") for any
+        device it does not know; the C++ code generator needs "cpp" there (dtype propagation of
+        indirect indices). Scoped to our kernels' code generation, so no process-wide setting
+        changes and plain ``torch.compile(backend="inductor")`` works on ``neuron``.
+        """
+
+        def codegen_node(self, node):
+            with inductor_config.patch(cuda_backend="cpp"):
+                return super().codegen_node(node)
+
+        def codegen_template(self, template_node, epilogue_nodes, prologue_nodes):
+            with inductor_config.patch(cuda_backend="cpp"):
+                return super().codegen_template(template_node, epilogue_nodes, prologue_nodes)
+
+        def flush(self):
+            with inductor_config.patch(cuda_backend="cpp"):
+                return super().flush()
+
+    return NeuronScheduling
+
+
+class CppWrapperUnsupportedError(NotImplementedError):
+    """Inductor's C++ wrapper (``cpp_wrapper=True``, AOTInductor ``aoti_compile_and_package``)
+    was asked to generate code for ``neuron``."""
+
+
+def _make_cpp_wrapper_codegen():
+    class NeuronCppWrapperCodegen:
+        """Refuses Inductor's C++ wrapper for ``neuron`` with what to do instead."""
+
+        @staticmethod
+        def create(*args: Any, **kwargs: Any):
+            raise CppWrapperUnsupportedError(
+                "Inductor's C++ wrapper (config cpp_wrapper=True, AOTInductor: "
+                "torch._inductor.aoti_compile_and_package / aot_compile) is not supported on the "
+                "neuron device: its generated C++ would call device runtime APIs the neuron backend "
+                "does not have. Use torch.compile(model, backend='neuron') (compiled graphs persist "
+                "in TORCH_NEURONX_NEFF_CACHE_DIR), or export and package the model on the CPU "
+                "(move it and its example inputs to 'cpu' first).")
+
+    return NeuronCppWrapperCodegen
 
 
 def patched_is_cpu(self: Any) -> bool:
@@ -240,13 +306,37 @@ def register() -> None:
             register_backend_for_device,
             register_device_op_overrides,
         )
-        from torch._inductor.codegen.cpp import CppScheduling
 
         _patch_scheduler()
         register_interface_for_device(DEVICE, _make_interface())
         register_device_op_overrides(DEVICE, _make_op_overrides())
-        register_backend_for_device(DEVICE, CppScheduling, _make_wrapper_codegen())
+        _classes.update(Scheduling=_make_scheduling(), PythonWrapperCodegen=_make_wrapper_codegen(),
+                        CppWrapperCodegen=_make_cpp_wrapper_codegen())
+        register_backend_for_device(DEVICE, _classes["Scheduling"], _classes["PythonWrapperCodegen"],
+                                    _classes["CppWrapperCodegen"])
         _registered = True
+
+
+#: The names Inductor reads from the device module (``torch.neuron.<name>``) to register a
+#: PrivateUse1 device's code generators (``torch._inductor.codegen.common.init_backend_registration``).
+CODEGEN_ATTRIBUTES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen")
+
+
+def codegen_class(name: str) -> type:
+    """``torch.neuron.Scheduling`` / ``.PythonWrapperCodegen`` / ``.CppWrapperCodegen``: runs
+    :func:`register` and returns the class Inductor registers for ``neuron``. This is how
+    Inductor learns the device when a graph on ``neuron`` reaches it without backend
+    ``"neuron"`` (``torch.compile(backend="inductor")``, transformers' ``CompileConfig``).
+
+    Raises:
+        AttributeError: ``name`` is not one of :data:`CODEGEN_ATTRIBUTES`.
+        InductorDeviceError: as :func:`register`.
+    """
+    if name not in CODEGEN_ATTRIBUTES:
+        raise AttributeError(f"torch.neuron has no Inductor class {name!r}; "
+                             f"it serves {', '.join(CODEGEN_ATTRIBUTES)}")
+    register()
+    return _classes[name]
 
 
 def is_registered() -> bool:

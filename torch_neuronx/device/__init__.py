@@ -7,6 +7,9 @@ raises ``RuntimeError`` naming the visible count.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from .. import _C, _state
@@ -157,7 +160,22 @@ def get_arch_list() -> list[str]:
     return sorted({p.core.version for p in PLATFORMS.values()})
 
 
+#: Attributes served on first access (name → factory), registered by the layers above this one
+#: (the package root registers Inductor's code generators, which only Inductor reads).
+_LAZY_ATTRIBUTES: dict[str, Callable[[], Any]] = {}
+
+
+def register_lazy_attribute(name: str, factory: Callable[[], Any]) -> None:
+    """Makes ``torch.neuron.<name>`` return ``factory()`` (called on each access, so the factory
+    caches if it must). Used for the attributes Inductor reads from a device module
+    (``Scheduling``, ``PythonWrapperCodegen``, ``CppWrapperCodegen``), which import Inductor."""
+    _LAZY_ATTRIBUTES[name] = factory
+
+
 def __getattr__(name: str):
+    factory = _LAZY_ATTRIBUTES.get(name)
+    if factory is not None:
+        return factory()
     raise AttributeError(
         f"module 'torch.neuron' has no attribute '{name}' (torch-neuronx's software NeuronCore "
         f"implements the CUDA-shaped functions listed in its README)"
