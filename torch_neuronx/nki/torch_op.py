@@ -56,9 +56,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import _C
+from . import dtypes
 from .benchmark import BenchmarkResult
-from .frontend_legacy import Kernel, register_framework_adapter
-from .simulator import run_kernel
+from .launch import Kernel, register_framework_adapter
 
 __all__ = ["nki_op", "wrap_nki", "CompiledKernel", "NkiOpInfo", "NKI_OPS", "kernel_cache",
            "clear_kernel_cache", "tensor_to_numpy"]
@@ -221,7 +221,7 @@ def _map_tensors(x, fn):
 
 
 def _run_with_torch(kernel: Kernel, args, kwargs):
-    """Adapter registered with :func:`.frontend_legacy.register_framework_adapter`."""
+    """Adapter registered with :func:`.launch.register_framework_adapter`."""
     tensors = _tensors_in(args, kwargs)
     if not tensors:
         return NotImplemented
@@ -248,8 +248,8 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     with _CACHE_LOCK:
         entry = _CACHE.get(key)
     t0 = time.perf_counter()
-    out, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
-    kernel.last_run = sim
+    out = kernel.run(np_args, np_kwargs, keep=dtypes.get_keep_fp32(False))   # the hardware rounds
+    sim = kernel.last_run
     flat = pytree.tree_leaves(out)
     specs = _output_specs(flat, [a for _, a in flat_inputs])
     if entry is None or entry.instructions == 0:
@@ -294,7 +294,7 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
             return arr
         np_args = [_map_tensors(a, to_np) for a in args]
         np_kwargs = {k: _map_tensors(v, to_np) for k, v in kwargs.items()}
-        out, _ = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
+        out = kernel.run(np_args, np_kwargs, keep=dtypes.get_keep_fp32(False))
         specs = _output_specs(pytree.tree_leaves(out), [a for _, a in flat_inputs])
         entry = CompiledKernel(key=key, name=kernel.__name__, outputs=specs)
         with _CACHE_LOCK:
