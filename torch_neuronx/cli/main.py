@@ -19,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import compat as _compat_cli
 
     _compat_cli.add_parser(sub)
+    from . import nki as _nki_cli
+
+    _nki_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="MiniLM embeddings + a Llama trained from scratch on neuron")
     demo.add_argument("--device", default="neuron", help="device to run on (default: neuron)")
     demo.add_argument("--steps", type=int, default=None, help="training steps (default: the demo's)")
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cache_cli.run(args)
         elif args.command == "compat":
             return _compat_cli.run(args)
+        elif args.command == "nki":
+            return _nki_cli.run(args)
     except TopologyError as err:
         print(f"torch-neuronx: {err}", file=sys.stderr)
         return 2
