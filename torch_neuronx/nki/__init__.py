@@ -28,12 +28,11 @@ launch -> benchmark -> current (the current front end) -> import_hook, runner ->
 """
 from . import compiler, errors, isa, language, typing
 from . import torch_op  # noqa: F401  (registers the adapter that runs kernels on torch tensors)
-from .benchmark import BenchmarkResult, benchmark
+from .benchmark import BenchmarkResult, benchmark, profile
 from .dtypes import get_keep_fp32, keep_fp32, set_keep_fp32
 from .errors import NKIError, NkiValidationError
-from .import_hook import (import_hook_installed, install_import_hook, install_nki_shim, nki_shim_installed,
-                          uninstall_import_hook, uninstall_nki_shim)
-from .launch import Kernel, baremetal, jit, profile, simulate, simulate_kernel, trace
+from .import_hook import import_hook_installed, install_import_hook, uninstall_import_hook
+from .launch import Kernel, baremetal, jit, simulate, simulate_kernel, trace
 from .platforms import PLATFORMS, get_platform
 from .typing import tensor
 from . import current
@@ -55,5 +54,4 @@ class FrameworkKernel:
 __all__ = ["jit", "simulate_kernel", "simulate", "baremetal", "trace", "profile", "benchmark", "BenchmarkResult",
            "Kernel", "NKIError", "NkiValidationError", "errors", "language", "isa", "typing", "compiler", "current",
            "tensor", "FrameworkKernel", "keep_fp32", "set_keep_fp32", "get_keep_fp32", "PLATFORMS", "get_platform",
-           "install_import_hook", "uninstall_import_hook", "import_hook_installed", "install_nki_shim",
-           "uninstall_nki_shim", "nki_shim_installed"]
+           "install_import_hook", "uninstall_import_hook", "import_hook_installed"]

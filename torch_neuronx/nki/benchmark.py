@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .cost_model import ENGINES
-from .launch import COMPILER_OPTIONS, Kernel
+from .launch import COMPILER_OPTIONS, Kernel, check_options
 
-__all__ = ["benchmark", "BenchmarkResult", "BenchmarkedKernel", "LatencyEstimate"]
+__all__ = ["benchmark", "profile", "BenchmarkResult", "BenchmarkedKernel", "LatencyEstimate"]
 
 
 class LatencyEstimate:
@@ -153,3 +153,14 @@ def benchmark(kernel: Callable | None = None, *, warmup: int = 5, iters: int = 1
     if kernel is None:
         return lambda k: BenchmarkedKernel(k, plat, **kwargs)
     return BenchmarkedKernel(kernel, plat, **kwargs)
+
+
+def profile(func: Callable | None = None, **kwargs: Any) -> Any:
+    """``nki.profile``: run the kernel on the simulator and keep its ESTIMATED profile in
+    ``kernel.benchmark_result`` (see :func:`benchmark`); no NEFF / NTFF file is produced.
+
+    Raises:
+        TypeError: an option AWS's ``nki.profile`` does not take.
+    """
+    check_options("nki.profile", kwargs)
+    return benchmark(func, **kwargs)

@@ -13,8 +13,7 @@ unchanged and get this package.
 It never shadows AWS's packages: it refuses (``RuntimeError``) when an ``nki`` or ``neuronxcc`` that is
 not ours is importable or imported. Names this package lacks are not invented: the import fails with
 ``ModuleNotFoundError`` naming the module. It is off by default; the ``torch-neuronx nki run`` runner
-(:mod:`.runner`) switches it on. ``install_nki_shim`` / ``uninstall_nki_shim`` / ``nki_shim_installed``
-are the earlier names of the same switch.
+(:mod:`.runner`) switches it on.
 """
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["install_import_hook", "uninstall_import_hook", "import_hook_installed", "served_module",
-           "install_nki_shim", "uninstall_nki_shim", "nki_shim_installed"]
+__all__ = ["install_import_hook", "uninstall_import_hook", "import_hook_installed", "served_module"]
 
 _PKG = __name__.rsplit(".", 1)[0]          # "torch_neuronx.nki"
 _CURRENT = _PKG + ".current"
@@ -147,27 +145,3 @@ def uninstall_import_hook() -> None:
 def import_hook_installed() -> bool:
     """True while :func:`install_import_hook` is active."""
     return _FINDER in sys.meta_path
-
-
-def install_nki_shim(alias: str = "nki", *, force: bool = False) -> None:
-    """Earlier name of :func:`install_import_hook` (``alias`` "nki" or "neuronxcc.nki"; both are
-    served). ``force=True`` is refused: AWS's packages are never shadowed.
-
-    Raises:
-        ValueError: another alias; RuntimeError: see :func:`install_import_hook`.
-    """
-    if alias not in ("nki", "neuronxcc.nki", "neuronxcc"):
-        raise ValueError(f"install_nki_shim(alias={alias!r}): the hook serves 'nki' and 'neuronxcc.nki'")
-    if force:
-        raise NotImplementedError("install_nki_shim(force=True): torch_neuronx never shadows AWS's packages")
-    install_import_hook()
-
-
-def uninstall_nki_shim(alias: str = "nki") -> None:
-    """Earlier name of :func:`uninstall_import_hook`."""
-    uninstall_import_hook()
-
-
-def nki_shim_installed(alias: str = "nki") -> bool:
-    """Earlier name of :func:`import_hook_installed`."""
-    return import_hook_installed()

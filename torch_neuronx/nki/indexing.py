@@ -71,7 +71,7 @@ class IndexExpr:
         raise err_control_flow_condition_depending_on_arange(
             f"truth value of an index expression of shape {list(self.shape)}")
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Any:
         raise err_control_flow_condition_depending_on_arange(
             f"iterating over an index expression of shape {list(self.shape)}; use nl.affine_range")
 

@@ -34,8 +34,8 @@ from .platforms import get_platform
 from .simulator import Launch, nc_axis, run_kernel
 from .tile import is_tile
 
-__all__ = ["Kernel", "jit", "jit_current", "simulate_kernel", "simulate", "baremetal", "trace", "profile",
-           "register_framework_adapter", "COMPILER_OPTIONS"]
+__all__ = ["Kernel", "jit", "jit_current", "simulate_kernel", "simulate", "baremetal", "trace",
+           "register_framework_adapter", "COMPILER_OPTIONS", "check_options"]
 
 _SIM_MODES = ("auto", "simulation", "baremetal", "trace", "benchmark", "profile")
 
@@ -59,7 +59,12 @@ def register_framework_adapter(adapter: Callable) -> None:
         _FRAMEWORK_ADAPTERS.append(adapter)
 
 
-def _check_options(api: str, options: dict) -> None:
+def check_options(api: str, options: dict) -> None:
+    """Reject launch options AWS's ``api`` does not take (no option is accepted and ignored).
+
+    Raises:
+        TypeError: naming the first unknown keyword, as Python does for a function signature.
+    """
     unknown = sorted(set(options) - COMPILER_OPTIONS)
     if unknown:
         raise TypeError(f"{api}() got an unexpected keyword argument {unknown[0]!r}")
@@ -166,7 +171,7 @@ def jit(func: Callable | None = None, mode: str = "auto", **kwargs: Any) -> Any:
     Raises:
         TypeError: an option AWS's ``jit`` does not take.
     """
-    _check_options("nki.jit", kwargs)
+    check_options("nki.jit", kwargs)
     plat = kwargs.get("platform_target")
     if func is None:
         return lambda fn: Kernel(fn, mode, plat, (), "legacy", **kwargs)
@@ -181,7 +186,7 @@ def jit_current(fn: Callable | None = None, **kwargs: Any) -> Any:
         TypeError: an option AWS's ``jit`` does not take.
     """
     mode = kwargs.pop("mode", "auto")
-    _check_options("nki.jit", kwargs)
+    check_options("nki.jit", kwargs)
     plat = kwargs.get("platform_target")
     if fn is None:
         return lambda f: Kernel(f, mode, plat, (), "current", **kwargs)
@@ -198,14 +203,6 @@ def trace(kernel: Callable | None = None, **kwargs: Any) -> Any:
     """``nki.trace``: a sub-kernel inlined when called from a kernel; simulated when called alone, with
     its array parameters writable and written back (AWS's tests pass outputs as arguments)."""
     return jit(kernel, mode="trace", **kwargs)
-
-
-def profile(func: Callable | None = None, **kwargs: Any) -> Any:
-    """``nki.profile``: run the kernel on the simulator and keep its ESTIMATED profile in
-    ``kernel.benchmark_result`` (see :mod:`.benchmark`); no NEFF / NTFF file is produced."""
-    from .benchmark import benchmark
-    _check_options("nki.profile", kwargs)
-    return benchmark(func, **kwargs)
 
 
 def simulate_kernel(kernel: Any, *args: Any, platform: Any = None, **kwargs: Any) -> Any:

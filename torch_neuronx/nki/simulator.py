@@ -19,8 +19,8 @@ Checks implemented here: the partition limit at allocation (``err_num_partition_
 PSUM/SBUF capacity (``err_buffer_capacity_exceeded``; SBUF overflow spills), bounds under masks
 (``err_tensor_access_out_of_bound``), ``affine_range`` write-write conflicts
 (``err_unexpected_output_dependencies``), read-only inputs, written and returned outputs
-(``err_cannot_update_immutable_parameter``, ``err_tensor_output_not_written_to``), and poisoned fresh allocations (NaN / 4) so reads of
-unwritten memory show.
+(``err_cannot_update_immutable_parameter``, ``err_tensor_output_not_written_to``), and poisoned fresh
+allocations (NaN / 4) so reads of unwritten memory show.
 """
 from __future__ import annotations
 
@@ -108,11 +108,10 @@ class Instr:
         self.sim._instr_stack.append(self)
         return self
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
         self.sim._instr_stack.pop()
         if et is None:
             self.sim._commit(self)
-        return False
 
     def _resolve(self, x: NkiTensor, mask: Any, oob_skip: bool) -> tuple[Access, np.ndarray | None]:
         acc = x.access()
@@ -433,7 +432,7 @@ class NeuronCoreSim:
                 r = r[m]
             if r.size:
                 ready = max(ready, float(np.max(r)))
-        for sacc, m in ins.writes:
+        for sacc, _m in ins.writes:
             st = sacc.storage
             r = np.asarray(sacc.get(st.aux_array("ready")))
             if r.size:
@@ -442,7 +441,8 @@ class NeuronCoreSim:
                 rd = np.asarray(sacc.get(st.aux["read_done"]))
                 if rd.size:
                     ready = max(ready, float(np.max(rd)))
-        start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready, ins.latency_ns)
+        start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready,  # type: ignore[arg-type]
+                                             ins.latency_ns)
         end = start + ins.busy_ns
         for sacc, m in ins.writes:
             sacc.put(sacc.storage.aux_array("ready"), np.full(sacc.shape, done), m)
@@ -528,7 +528,7 @@ class Launch:
         self.sims: list[NeuronCoreSim] = []
         self._baton = _Baton()
         self._waiting: dict[int, tuple] = {}      # instance -> (barrier key, generation)
-        self._barriers: dict[tuple, set] = {}
+        self._barriers: dict[tuple, list] = {}
         self._mail: dict[tuple, list] = {}
         self._done: set[int] = set()
         self._order: list[int] = []

@@ -131,7 +131,7 @@ class Storage:
         self.aux: dict[str, np.ndarray] = {}
         self.marks: dict[int, np.ndarray] = {}
         self.created_in: dict[int, int] = {}
-        self.placement = None
+        self.placement: Any = None
         self.sim = sim
         if buffer.kind in ON_CHIP and self.shape:
             self.pstride = int(np.prod(self.shape[:pdim] + self.shape[pdim + 1:], dtype=np.int64)) \
@@ -294,7 +294,7 @@ class _TileOps:
         raise err_dynamic_control_flow_not_supported("a tile used as a Python float: its value is only "
                                                      "known at run time")
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Any:
         raise err_dynamic_control_flow_not_supported("iterating over a tile; index it, or loop with "
                                                      "nl.affine_range over its shape")
 
@@ -323,19 +323,19 @@ class _TileOps:
     def __lshift__(self, o: Any) -> Any: return _operator("left_shift")(self, o)
     def __rshift__(self, o: Any) -> Any: return _operator("right_shift")(self, o)
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         if isinstance(o, (_TileOps, int, float, np.number)):
             return _operator("equal")(self, o)
         return NotImplemented
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         if isinstance(o, (_TileOps, int, float, np.number)):
             return _operator("not_equal")(self, o)
         return NotImplemented
 
     def _inplace(self, o: Any, op: str) -> Any:
         _operator("accumulate")(self, o, op)
-        self.accumulated = True  # type: ignore[attr-defined]
+        self.accumulated = True  # type: ignore[misc]
         return self
 
     def __iadd__(self, o: Any) -> Any: return self._inplace(o, "add")
@@ -978,9 +978,9 @@ def _basic(t: NkiTensor, comps: list) -> NkiTensor:
         offset += start * s
     if on_chip and len(shape) < 2 and int_dims and t.shape:
         # keep the last integer-indexed free dim at size 1 (on-chip views stay >= 2-D)
-        d = max(x for x in int_dims if x > pdim) if any(x > pdim for x in int_dims) else None
-        if d is not None:
-            s = tstrides[d] if tstrides is not None else 0
+        keep = max(x for x in int_dims if x > pdim) if any(x > pdim for x in int_dims) else None
+        if keep is not None:
+            s = tstrides[keep] if tstrides is not None else 0
             shape.append(1)
             strides.append(s)
             ranges.append((d, 0, 1))
@@ -1089,7 +1089,7 @@ def _advanced(t: NkiTensor, comps: list) -> NkiTensor:
     dyn_tiles = [c for c in comps if _is_index_tile(c)]
     if dyn_tiles:
         return _dynamic_advanced(t, comps)
-    arrs = []
+    arrs: list[Any] = []
     for c in comps:
         if isinstance(c, IndexExpr):
             arrs.append(c.values)

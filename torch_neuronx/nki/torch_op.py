@@ -250,6 +250,7 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     t0 = time.perf_counter()
     out = kernel.run(np_args, np_kwargs, keep=dtypes.get_keep_fp32(False))   # the hardware rounds
     sim = kernel.last_run
+    assert sim is not None, "a kernel that ran has a last_run"
     flat = pytree.tree_leaves(out)
     specs = _output_specs(flat, [a for _, a in flat_inputs])
     if entry is None or entry.instructions == 0:

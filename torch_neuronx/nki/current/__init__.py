@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import compiler, typing
-from ..benchmark import benchmark
-from ..launch import baremetal, jit_current as jit, profile, simulate
+from ..benchmark import benchmark, profile
+from ..launch import baremetal, jit_current as jit, simulate
 from ..typing import tensor
 from . import collectives, isa, language
 

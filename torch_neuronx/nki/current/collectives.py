@@ -83,7 +83,8 @@ def collective_permute(srcs: Any, dsts: Any, source_target_pairs: Any, priority:
 
 
 def collective_permute_implicit(srcs_by_channel: Any, dsts_by_channel: Any, replica_group: Any,
-                                channel_ids: Any = (0,), priority: Any = None, name: str | None = None) -> NkiInstruction:
+                                channel_ids: Any = (0,), priority: Any = None,
+                                name: str | None = None) -> NkiInstruction:
     """Ring permutation over ``replica_group`` (one rank: a copy)."""
     srcs = [s for ch in srcs_by_channel for s in (ch if isinstance(ch, (list, tuple)) else [ch])]
     dsts = [d for ch in dsts_by_channel for d in (ch if isinstance(ch, (list, tuple)) else [ch])]

@@ -96,8 +96,8 @@ def engine_name(e: Any, default: str) -> str:
     """
     if e is None:
         return default
-    name = e.name if isinstance(e, enum.Enum) else str(e)
-    name = _ALIASES.get(name.lower())
+    given = e.name if isinstance(e, enum.Enum) else str(e)
+    name = _ALIASES.get(given.lower())
     if name is None:
         raise err_invalid_instruction_argument(f"unknown engine {e!r}; use nisa.engine.vector / scalar / "
                                                "gpsimd / tensor")

@@ -114,7 +114,7 @@ def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_el
     """Gather within each GpSimd core's 16 partitions: the core's ``index`` slice (uint16 element
     offsets into each partition's flattened free dims) is flattened partition-first, its first
     ``num_valid_indices`` kept, and every partition of the core reads ``num_elem_per_idx`` contiguous
-    elements at each offset (the behaviour of AWS's ``test_nki_isa_local_gather.py`` golden).
+    elements at each offset (the behaviour of the local_gather golden of AWS's aws-neuron-sdk NKI tests).
 
     Raises:
         err_invalid_instruction_argument: partitions not a multiple of 16, ``num_elem_per_idx`` not in

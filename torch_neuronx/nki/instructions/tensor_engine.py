@@ -144,7 +144,7 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, *, accum
     if tuple(dst.shape) != (m, n) and dst.size != m * n:
         raise err_invalid_instruction_argument(f"'{api}': dst shape {list(dst.shape)} != [{m}, {n}]")
     fp32 = dtypes.float32 in (stationary.dtype, moving.dtype) or dtypes.tfloat32 in (stationary.dtype, moving.dtype)
-    cycles = cost_model.matmul_cycles(m, n, fp32 and not (is_stationary_onezero or is_moving_onezero))
+    cycles: float = cost_model.matmul_cycles(m, n, fp32 and not (is_stationary_onezero or is_moving_onezero))
     if fp32 and (is_stationary_onezero or is_moving_onezero):
         cycles *= 2
     if double:
@@ -249,8 +249,8 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
     sim = current()
     api = "quantize_mx"
     require_generation(api, 4)
-    for arg, x in (("dst", dst), ("src", src), ("dst_scale", dst_scale)):
-        operand(x, api, arg, ("sbuf",))
+    for arg, opd in (("dst", dst), ("src", src), ("dst_scale", dst_scale)):
+        operand(opd, api, arg, ("sbuf",))
     if src.dtype not in (dtypes.bfloat16, dtypes.float16):
         raise err_unsupported_dtype(f"'{api}': src must be bfloat16 or float16, got {src.describe()}")
     if dst.dtype not in (dtypes.float8_e4m3fn_x4, dtypes.float8_e5m2_x4):
@@ -269,7 +269,8 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
     elem = dst.dtype.elem
     fmax = float(dtypes.finfo(elem).max)
     rows = mx_scale_rows(p)
-    with sim.instruction(name or api, "vector", cost_model.elementwise_cycles(f, sim.platform.core.min_ii_cycles)) as ins:
+    cycles = cost_model.elementwise_cycles(f, sim.platform.core.min_ii_cycles)
+    with sim.instruction(name or api, "vector", cycles) as ins:
         x = f32(ins.read(src)).reshape(p, f)
         grp = np.abs(x).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))
         with np.errstate(divide="ignore"):

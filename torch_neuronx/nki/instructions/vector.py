@@ -123,8 +123,9 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
     p2 = operand(data2, api, "data2")
     pd = operand(dst, api, "dst")
     any_psum = any(t.buffer.kind == "psum" for t in (data1, data2, dst))
-    default = "gpsimd" if opn == "power" or (_int_exact(data1, data2, dst) and dst.dtype in (dtypes.int32, dtypes.uint32)
-                                             and not any_psum) else "vector"
+    int32_exact = (_int_exact(data1, data2, dst) and dst.dtype in (dtypes.int32, dtypes.uint32)
+                   and not any_psum)
+    default = "gpsimd" if opn == "power" or int32_exact else "vector"
     eng = pick_engine(engine, default, api, _ALU_ENGINES)
     pb = bcast == "all"
     if not (pb and (p1 == 1 or p2 == 1)):
@@ -324,9 +325,11 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, *, negate
 
 
 def tensor_copy(dst: NkiTensor, src: NkiTensor, *, engine: Any = None, mask: Any = None,
-                name: str | None = None, api: str = "tensor_copy", cycles: float | None = None) -> NkiInstruction:
+                name: str | None = None, api: str = "tensor_copy", cycles: float | None = None,
+                cast: Any = None) -> NkiInstruction:
     """``dst = src`` with dtype conversion (Vector Engine by default; Scalar or GpSimd with
-    ``engine=``): bit-accurate for equal dtypes, else through fp32. Cost: max(MIN_II, N)."""
+    ``engine=``): bit-accurate for equal dtypes, else through fp32; ``cast``: a dtype the values are
+    rounded to on the way. Cost: max(MIN_II, N)."""
     sim = current()
     eng = pick_engine(engine, "vector", api, _ALU_ENGINES)
     ps = operand(src, api, "src")
@@ -338,10 +341,12 @@ def tensor_copy(dst: NkiTensor, src: NkiTensor, *, engine: Any = None, mask: Any
     if cycles is None:
         cycles = cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())
     with sim.instruction(name or api, eng, cycles) as ins:
-        raw = src.dtype == dst.dtype
+        raw = src.dtype == dst.dtype and cast is None
         v = ins.read(src, mask if src.shape == dst.shape else None, raw=raw)
         if v.shape != dst.shape:
             v = v.reshape(dst.shape) if v.size == dst.size else v
+        if cast is not None and not dst.storage.keep:
+            v = dtypes.round_to(v, cast)
         ins.write(dst, v, mask)
     return issue(sim)
 
@@ -552,9 +557,9 @@ def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any,
     api = "tensor_scalar_cumulative"
     if op_name(op1) not in ("add", "subtract", "multiply", "maximum", "minimum"):
         raise err_invalid_instruction_argument(f"'{api}': op1 must be add, subtract, multiply, max or min")
-    for t in (src, dst):
-        if t.dtype in (dtypes.int32, dtypes.uint32):
-            raise err_unsupported_dtype(f"'{api}': int32/uint32 are not supported ({t.describe()})")
+    for opd in (src, dst):
+        if opd.dtype in (dtypes.int32, dtypes.uint32):
+            raise err_unsupported_dtype(f"'{api}': int32/uint32 are not supported ({opd.describe()})")
     p = operand(src, api, "src")
     samep(api, src=p, dst=operand(dst, api, "dst"))
     same_elements(api, src, dst)
@@ -780,8 +785,9 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: NkiTensor, *, re
             v = v.reshape(dst.shape) if v.shape != dst.shape else v
         else:
             v = np.broadcast_to(np.float32(src), dst.shape)
-        cur = ins.read(dst, raw=True) if src is not None else None
+        cur = ins.read(dst, raw=True)
         keep_raw = is_tile(src) and src.dtype == dst.dtype
+        out: np.ndarray
         if keep_raw:
             out = np.where(sel, v, cur)
         else:
@@ -825,7 +831,8 @@ _CMPS = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 def range_select(dst: NkiTensor, on_true_tile: NkiTensor, comp_op0: Any, comp_op1: Any, bound0: NkiTensor,
                  bound1: NkiTensor, *, reduce_cmd: Any = _reduce_cmd.reset_reduce, reduce_res: Any = None,
-                 reduce_op: Any = "maximum", range_start: int = 0, on_false_value: float = float(np.finfo(np.float32).min),
+                 reduce_op: Any = "maximum", range_start: int = 0,
+                 on_false_value: float = float(np.finfo(np.float32).min),
                  mask: Any = None, name: str | None = None) -> NkiInstruction:
     """Keep the elements of ``on_true_tile`` whose free index + ``range_start`` satisfies
     ``comp_op0(i, bound0) & comp_op1(i, bound1)`` (per-partition fp32 bounds), else
@@ -946,7 +953,7 @@ def rand_set_state(src_seeds: NkiTensor, *, engine: Any = None, name: str | None
         raw = np.asarray(ins.read(src_seeds, raw=True)).copy()
         seed = _seed_from(ins, src_seeds)
     sim.core.rng[eng] = np.random.default_rng(seed)
-    sim.core.rng[eng + "_state"] = raw            # type: ignore[assignment]
+    sim.core.rng[eng + "_state"] = raw
     return issue(sim)
 
 

@@ -67,9 +67,12 @@ def dma_copy(dst: NkiTensor, src: Any, priority: Any = None, oob_mode: Any = oob
     return instructions.dma_copy(dst, src, None, oob_mode=oob_mode, dge_mode=dge_mode, engine=engine, name=name)
 
 
-def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> NkiInstruction:
-    """``dst = src`` on the Vector / Scalar / GpSimd engine (bit-exact for equal dtypes)."""
-    return instructions.tensor_copy(dst, src, engine=engine, name=name)
+def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, name: str | None = None, *,
+                dtype: Any = None) -> NkiInstruction:
+    """``dst = src`` on the Vector / Scalar / GpSimd engine (bit-exact for equal dtypes). ``dtype=`` (taken
+    by earlier NKI 0.x releases; AWS's nki-samples tutorials "cast to expected output data-type" with it)
+    rounds the values to ``dtype`` on the way into ``dst``."""
+    return instructions.tensor_copy(dst, src, engine=engine, name=name, cast=dtype)
 
 
 def memset(dst: NkiTensor, value: Any, engine: Any = engine.unknown, name: str | None = None) -> NkiInstruction:
@@ -103,7 +106,8 @@ def nc_matmul_mx(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, stati
                                      tile_size, accumulate, name)
 
 
-def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> NkiInstruction:
+def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown,
+                 name: str | None = None) -> NkiInstruction:
     """``dst = data.T`` (free axes flattened): Tensor Engine (SBUF -> PSUM, <= 128x128) or Vector
     Engine (<= 32x32); ``engine.unknown`` picks the Tensor Engine for an SBUF -> PSUM transpose or a
     tile over 32x32, else the Vector Engine."""

@@ -146,8 +146,10 @@ def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
 
 
 # ---- loops -----------------------------------------------------------------------------------------
-def _ints(*vals: Any) -> list[int]:
-    return [int(v.get()) if isinstance(v, VirtualRegister) else int(v) for v in vals if v is not None]
+def _ints(start: Any, stop: Any = None, step: Any = 1) -> list[int]:
+    """``range`` arguments from ints or registers (``stop`` None: ``range(start)``)."""
+    vals = [start] if stop is None else [start, stop, step]
+    return [int(v.get()) if isinstance(v, VirtualRegister) else int(v) for v in vals]
 
 
 def affine_range(start: Any, stop: Any = None, step: int = 1) -> Iterator[int]:
@@ -310,32 +312,32 @@ def where(condition: Any, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
     return highlevel.where(condition, x, y, dtype, None)
 
 
-def sum(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def sum(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Sum over free ``axis`` (axes) -> a new SBUF tile."""
     return highlevel.reduce("add", x, axis, dtype, None, keepdims)
 
 
-def max(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def max(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Maximum over free ``axis`` (axes)."""
     return highlevel.reduce("maximum", x, axis, dtype, None, keepdims)
 
 
-def min(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def min(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Minimum over free ``axis`` (axes)."""
     return highlevel.reduce("minimum", x, axis, dtype, None, keepdims)
 
 
-def prod(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def prod(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Product over free ``axis`` (axes)."""
     return highlevel.reduce("multiply", x, axis, dtype, None, keepdims)
 
 
-def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Mean over free ``axis`` (axes)."""
     return highlevel.mean(x, axis, dtype, None, keepdims)
 
 
-def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
     """Population variance over free ``axis`` (axes)."""
     v = highlevel.var(x, axis, dtype, None)
     if keepdims:
@@ -349,7 +351,7 @@ def all(x: NkiTensor, axis: Any, dtype: Any = None) -> NkiTensor:
     return highlevel.all_true(x, axis, dtype, None)
 
 
-def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
+def matmul(x: NkiTensor, y: NkiTensor, transpose_x: builtins.bool = False) -> NkiTensor:
     """``x @ y`` (``x.T @ y`` with ``transpose_x``) -> a new fp32 PSUM tile."""
     return highlevel.matmul(x, y, transpose_x, None)
 
