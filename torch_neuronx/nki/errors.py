@@ -108,7 +108,8 @@ err_unsupported_mixing_basic_advanced_tensor_indexing = _make(
 err_unexpected_output_dependencies = _make(
     "err_unexpected_output_dependencies",
     "iterations of an affine_range loop must not write the same memory location "
-    "(PSUM accumulation excepted); use sequential_range for a loop-carried write", "errors")
+    "(associative reductions excepted: PSUM accumulation, t += x, nl.loop_reduce); use sequential_range for "
+    "a loop-carried write", "errors")
 err_tensor_output_not_written_to = _make(
     "err_tensor_output_not_written_to", "every kernel output tensor must be written to", "errors")
 err_cannot_update_immutable_parameter = _make(

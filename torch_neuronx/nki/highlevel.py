@@ -357,12 +357,13 @@ def gather_flattened(data: NkiTensor, indices: NkiTensor, dtype: Any, mask: Any)
     return dst
 
 
-def loop_reduce(x: NkiTensor, op: Any, dtype: Any, mask: Any) -> NkiTensor:
+def loop_reduce(x: NkiTensor, op: Any, dtype: Any, mask: Any, name: str | None = None) -> NkiTensor:
     """``nl.loop_reduce(x, op, loop_indices)``: AWS: "The destination tile is also the rhs input to op",
     so ``dst[...] = nl.loop_reduce(x, op, ...)`` computes ``dst = op(x, dst)`` (a Vector tensor_tensor).
     The returned tile only carries ``x`` and ``op`` to that assignment; using it any other way raises
     ``NotImplementedError`` (the simulator cannot know which tile the reduction goes into)."""
-    res = copy(x, dtype, mask)
+    res = fresh_result(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, sbuf, mask)
+    instructions.tensor_copy(res, x, mask=mask, name=name)
     res.loop_op = op
     return res
 

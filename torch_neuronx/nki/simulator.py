@@ -162,8 +162,9 @@ class Instr:
         """Write ``values`` (float32 or integers, broadcast NKI-style to the view's shape) into
         ``dst`` under ``mask``, rounding once to ``dst``'s dtype.
 
-        ``accumulate``: ``dst = dst <accumulate_op> values`` (default add). PSUM accumulation (and
-        ``exempt=True``) is exempt from the affine_range conflict check.
+        ``accumulate``: ``dst = dst <accumulate_op> values`` (default add). PSUM accumulation and
+        ``exempt=True`` (an associative reduction into ``dst``) are exempt from the affine_range
+        conflict check.
 
         Raises:
             err_cannot_update_immutable_parameter: ``dst`` is a kernel input not annotated mutable.
@@ -182,7 +183,7 @@ class Instr:
                 f"'{self.name}': destination {dst.describe()} smaller than / not broadcastable from source "
                 f"shape {list(np.shape(values))}") from None
         sacc = acc.storage_access()
-        self.sim.check_write_conflict(st, sacc, m, accumulate or exempt, self.name)
+        self.sim.check_write_conflict(st, sacc, m, accumulate or exempt, self.name, reduction=exempt)
         arr = st.flat(acc.dtype)
         if accumulate:
             old = dtypes.to_f32(np.asarray(acc.get(arr)), acc.dtype)
@@ -373,14 +374,16 @@ class NeuronCoreSim:
                 r.marks.pop(frame.id, None)
 
     def check_write_conflict(self, st: Storage, sacc: Access, m: np.ndarray | None, accumulate: bool,
-                             api: str) -> None:
+                             api: str, reduction: bool = False) -> None:
         """Record a write of ``sacc`` (storage units) by ``api`` in every enclosing affine_range loop.
 
         Raises:
             err_unexpected_output_dependencies: another iteration of such a loop wrote the same elements
-                (PSUM accumulation, ``accumulate=True`` in PSUM, is exempt).
+                (PSUM accumulation, ``accumulate=True`` in PSUM, is exempt, and so is an associative
+                ``reduction`` into any buffer: "associative reductions are not considered loop carried
+                dependencies", legacy nki.language.affine_range page).
         """
-        if accumulate and st.buffer.kind == "psum":
+        if (accumulate and st.buffer.kind == "psum") or reduction:
             return
         for f in self.loops:
             if f.kind != "affine" or st.created_in.get(f.id) == f.iter:

@@ -35,7 +35,7 @@ def assign(dst: NkiTensor, value: Any) -> None:
     """
     if is_tile(value) and value.loop_op is not None:     # dst[...] = nl.loop_reduce(x, op, ...)
         op, value.loop_op = value.loop_op, None
-        tensor_tensor(dst, value, dst, op, bcast="all")
+        tensor_tensor(dst, value, dst, op, bcast="all", accumulate_into=True)
         return
     if is_tile(value) and value.accumulated and value.storage is dst.storage:
         value.accumulated = False          # ``t[...] += x`` ends with ``t[...] = t[...]``: done already

@@ -111,6 +111,8 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
 
     ``bcast``: "none" (same elements per partition, the current nisa page), "free" (free dims
     broadcast), "all" (a 1-partition operand is broadcast too: the ``nl.*`` APIs).
+    ``accumulate_into``: ``dst`` is an operand and this is an associative reduction into it (``t += x``,
+    ``nl.loop_reduce``): exempt from the affine_range write-conflict check.
 
     Raises:
         err_unsupported_memory: both inputs in PSUM; GpSimd with a PSUM operand.
@@ -160,7 +162,9 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
         if not exact and not is_bitvec(op):
             a, b = _to_f(a), _to_f(b)
         res = _apply_binary(op, a, b, exact or is_bitvec(op))
-        ins.write(dst, res, mask, exempt=accumulate_into and dst.buffer.kind == "psum")
+        # an associative reduction into dst (``t += x``, ``nl.loop_reduce``) is not a loop-carried
+        # dependency of an affine_range (legacy nki.language.affine_range page)
+        ins.write(dst, res, mask, exempt=accumulate_into)
     return issue(sim)
 
 

@@ -356,11 +356,13 @@ def all(x: NkiTensor, axis: Any, *, dtype: Any = bool, mask: Any = None) -> NkiT
     return highlevel.all_true(x, axis, dtype, mask)
 
 
-def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None) -> NkiTensor:
+def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None,
+                name: str | None = None) -> NkiTensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices)`` computes ``dst = op(x, dst)`` (see
-    :func:`..highlevel.loop_reduce`)."""
+    :func:`..highlevel.loop_reduce`); ``loop_indices`` only tell AWS's compiler which loop carries
+    the reduction (the simulator runs the loop as written); ``name`` names the instruction."""
     _ = loop_indices
-    return highlevel.loop_reduce(x, op, dtype, mask)
+    return highlevel.loop_reduce(x, op, dtype, mask, name=name)
 
 
 def all_reduce(x: NkiTensor, op: Any, program_axes: Any, *, dtype: Any = None, mask: Any = None,
