@@ -227,3 +227,18 @@ def test_affine_select_with_a_psum_on_true_tile():
     s = q.T @ kt
     want = np.where(np.tril(np.ones((128, 128), bool)), s, np.float32(-1e4))
     np.testing.assert_allclose(k(q, kt), want, rtol=1e-4, atol=1e-3)
+
+
+def test_accumulating_matmuls_into_an_uninitialised_psum_tile():
+    # `acc = nl.ndarray(..., psum)` then `acc += nisa.nc_matmul(...)`: the first matmul of the
+    # accumulation group starts from zero (AWS's attention tutorial, versions 8a-11, does this)
+    @legacy.jit
+    def k(a, b):
+        o = lnl.ndarray((128, 256), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        acc = lnl.ndarray((128, 256), dtype=lnl.float32, buffer=lnl.psum)
+        for i in lnl.affine_range(4):
+            acc[...] += lisa.nc_matmul(lnl.load(a[i * 128:(i + 1) * 128, :]), lnl.load(b[i * 128:(i + 1) * 128, :]))
+        lnl.store(o, value=lnl.copy(acc))
+        return o
+    a, b = _rand(512, 128), _rand(512, 256)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-3)

@@ -104,9 +104,19 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     if (op == "add" and dst.buffer.kind == "psum" and is_tile(value) and value.fresh
             and value.buffer.kind == "psum"):
         vacc = value.access()
-        vals = np.asarray(vacc.get(value.storage.flat(value.dtype)))
+        vals = dtypes.to_f32(_bcast(np.asarray(vacc.get(value.storage.flat(value.dtype))), dst.shape), value.dtype)
         with sim.instruction("psum_accumulate", None) as ins:
-            ins.write(dst, dtypes.to_f32(_bcast(vals, dst.shape), value.dtype), accumulate=True)
+            # a PSUM element no instruction wrote yet starts the accumulation group at zero (as
+            # nc_matmul's own accumulation does), so ``acc = nl.ndarray(..., psum); acc += matmul``
+            # works as on the hardware
+            dacc = dst.access().storage_access()
+            init = np.asarray(dacc.get(dst.storage.aux_array("psum_written", 0.0, np.bool_))).astype(bool)
+            if init.all():
+                ins.write(dst, vals, accumulate=True)
+            else:
+                old = np.where(init.reshape(dst.shape), np.asarray(ins.read(dst), np.float32), np.float32(0)) \
+                    if init.any() else np.float32(0)
+                ins.write(dst, old + vals, exempt=True)
             ins.writes.clear()
         if "ready" in value.storage.aux:
             r = _bcast(np.asarray(vacc.storage_access().get(value.storage.aux["ready"])), dst.shape)
