@@ -27,7 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--steps", type=int, default=None, help="training steps (default: the demo's)")
     demo.add_argument("--quick", action="store_true", help="a tiny run (seconds) for smoke tests")
     demo.add_argument("--out", default=None, help="folder for the saved model (default: a temp dir)")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # `nki run FILE --kernel k 128x512`: inputs written after an option
+        problem = _nki_cli.take_extra_inputs(args, extra) if args.command == "nki" else \
+            f"unrecognized arguments: {' '.join(extra)}"
+        if problem:
+            parser.error(problem)
     if args.command == "demo" and args.steps is not None and args.steps < 1:
         parser.error(f"demo --steps must be at least 1, got {args.steps}")
 

@@ -24,3 +24,11 @@ def run(args: argparse.Namespace) -> int:
     from ..nki.runner import execute
 
     return execute(args)
+
+
+def take_extra_inputs(args: argparse.Namespace, extra: list[str]) -> str | None:
+    """Inputs argparse left over after an option become kernel inputs; returns an error message for
+    anything else (see :func:`torch_neuronx.nki.runner.take_extra_inputs`)."""
+    from ..nki.runner import take_extra_inputs as take
+
+    return take(args, extra)

@@ -37,7 +37,8 @@ from .errors import NKIError
 from .import_hook import install_import_hook
 from .launch import Kernel
 
-__all__ = ["RunResult", "load_kernels", "make_input", "run_file", "add_arguments", "main"]
+__all__ = ["RunResult", "load_kernels", "make_input", "run_file", "add_arguments", "take_extra_inputs", "execute",
+           "main"]
 
 
 @dataclass
@@ -207,6 +208,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="FILE.json", help="write the estimated timeline (Chrome trace JSON)")
 
 
+def take_extra_inputs(args: argparse.Namespace, extra: Sequence[str]) -> str | None:
+    """Append positional inputs that argparse left over (written after an option, as in
+    ``run FILE --kernel k 128x512``) to ``args.inputs``; returns an error message for anything else
+    (an unknown option), or None."""
+    for item in extra:
+        if item.startswith("--") or (item.startswith("-") and not re.fullmatch(r"-[0-9.]+", item)):
+            return f"unrecognized argument {item!r}"
+    args.inputs = list(args.inputs) + list(extra)
+    return None
+
+
 def execute(args: argparse.Namespace) -> int:
     """Run the parsed ``run`` sub-command; print to stdout; return the exit status."""
     named = {}
@@ -251,5 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Run NKI kernel files on the torch_neuronx simulator.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_arguments(sub.add_parser("run", help="simulate a kernel of a kernel file and print its outputs"))
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        problem = take_extra_inputs(args, extra)
+        if problem:
+            parser.error(problem)
     return execute(args)
