@@ -214,7 +214,8 @@ def tile_size_table() -> str:
     """``nl.tile_size``: the tile limits kernels read."""
     import torch_neuronx.nki.language as nl
 
-    names = [n for n in vars(nl.tile_size) if not n.startswith("_")]
+    names = [n for n, v in vars(type(nl.tile_size)).items() if not n.startswith("_") and isinstance(v, int)]
+    names.append("psum_num_banks")  # a property: the platform row's psum_banks
     return _table(["`nl.tile_size.`", "value"], [_row(f"`{n}`", [getattr(nl.tile_size, n)]) for n in names])
 
 

@@ -267,11 +267,25 @@ NKI_LAYERS = [
     ("tile",),
     ("platforms", "cost_model"),
     ("simulator",),
+    ("instructions.constants",),         # the instruction layer, one module per engine
+    ("instructions.common",),
+    ("instructions.dma", "instructions.gpsimd", "instructions.scalar", "instructions.tensor_engine",
+     "instructions.vector"),
+    ("instructions.sync", "instructions.syntax"),
     ("instructions",),
-    ("language", "isa"),                 # the legacy front end
-    ("frontend_legacy",),
-    ("benchmark", "shim"),
-    ("torch_op",),
+    ("limits", "highlevel"),
+    ("compiler.psum", "compiler.sbuf"),
+    ("compiler",),
+    ("language.constants", "isa.constants"),
+    ("language", "isa"),                 # the legacy front end (neuronxcc.nki)
+    ("launch",),
+    ("benchmark",),
+    ("current.language.constants", "current.isa.constants", "current.collectives"),
+    ("current.language", "current.isa"),  # the current front end (nki)
+    ("current",),
+    ("import_hook",),
+    ("runner", "torch_op"),
+    ("__main__",),
     ("__init__",),
 ]
 

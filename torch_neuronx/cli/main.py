@@ -22,12 +22,21 @@ def main(argv: list[str] | None = None) -> int:
     from . import estimate as _estimate_cli
 
     _estimate_cli.add_parser(sub)
+    from . import nki as _nki_cli
+
+    _nki_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="MiniLM embeddings + a Llama trained from scratch on neuron")
     demo.add_argument("--device", default="neuron", help="device to run on (default: neuron)")
     demo.add_argument("--steps", type=int, default=None, help="training steps (default: the demo's)")
     demo.add_argument("--quick", action="store_true", help="a tiny run (seconds) for smoke tests")
     demo.add_argument("--out", default=None, help="folder for the saved model (default: a temp dir)")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # `nki run FILE --kernel k 128x512`: inputs written after an option
+        problem = _nki_cli.take_extra_inputs(args, extra) if args.command == "nki" else \
+            f"unrecognized arguments: {' '.join(extra)}"
+        if problem:
+            parser.error(problem)
     if args.command == "demo" and args.steps is not None and args.steps < 1:
         parser.error(f"demo --steps must be at least 1, got {args.steps}")
 
@@ -50,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             return _compat_cli.run(args)
         elif args.command == "estimate":
             return _estimate_cli.run(args)
+        elif args.command == "nki":
+            return _nki_cli.run(args)
     except TopologyError as err:
         print(f"torch-neuronx: {err}", file=sys.stderr)
         return 2

@@ -9,30 +9,36 @@ general/nki/api/generated/nki.benchmark.html)::
     r.nc_latency.get_latency_percentile(50)   # microseconds (estimate; every percentile is the same)
     r.latency_s, r.latency_us, r.engines, r.flops, r.flops_utilization
 
-``warmup``/``iters``/``save_neff_name``/``save_trace_name`` are accepted for compatibility and
-ignored: the estimate is deterministic and no NEFF exists. Units: seconds / microseconds / percent;
+``warmup`` / ``iters`` do not change the estimate (it is deterministic) and no NEFF exists
+(``save_neff_name``); ``save_trace_name`` writes the estimated per-instruction timeline as a Chrome
+trace-event JSON file (open it in chrome://tracing or Perfetto). Units: seconds / microseconds / percent;
 FLOPs count matmul multiply-adds x 2; peaks per dtype are the platform's per-core Tensor Engine
 peaks (``torch_neuronx.runtime.platforms``, ``core.tensor.dense_flops``).
 """
 from __future__ import annotations
 
-from .cost_model import ENGINES
-from .frontend_legacy import Kernel
+import json
+import os
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["benchmark", "BenchmarkResult", "BenchmarkedKernel", "LatencyEstimate"]
+from .cost_model import ENGINES
+from .launch import COMPILER_OPTIONS, Kernel, check_options
+
+__all__ = ["benchmark", "profile", "BenchmarkResult", "BenchmarkedKernel", "LatencyEstimate"]
 
 
 class LatencyEstimate:
     """AWS-compatible ``nc_latency`` object; the single estimate is every percentile (microseconds)."""
 
-    def __init__(self, latency_us: float):
+    def __init__(self, latency_us: float) -> None:
         self.latency_us = latency_us
 
     def get_latency_percentile(self, percentile: float) -> float:
         """Estimated latency in microseconds (the same for every percentile)."""
         return self.latency_us
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LatencyEstimate({self.latency_us:.3f} us, estimate)"
 
 
@@ -50,7 +56,7 @@ class BenchmarkResult:
         trace: per instruction (name, engine, start_ns, end_ns, ready_ns) -- an estimated timeline.
     """
 
-    def __init__(self, sim, kernel_name: str = "kernel"):
+    def __init__(self, sim: Any, kernel_name: str = "kernel") -> None:
         tl = sim.timeline
         self.kernel_name = kernel_name
         self.platform = sim.platform.name
@@ -70,8 +76,18 @@ class BenchmarkResult:
         self.by_instruction = {k: (v[0], v[1] * 1e-3) for k, v in tl.by_name.items()}
         self.nc_latency = LatencyEstimate(self.latency_us)
         self.trace = tl.trace   # (instruction, engine, start ns, end ns, result-ready ns), estimates
+        self.spilled_bytes = getattr(tl, "spilled_bytes", 0)
 
-    def __str__(self):
+    def save_trace(self, path: str) -> None:
+        """Write the estimated timeline as a Chrome trace-event JSON file (``path``)."""
+        events = [{"name": n, "cat": e, "ph": "X", "ts": s / 1e3, "dur": max(end - s, 0) / 1e3, "pid": 0,
+                   "tid": e} for n, e, s, end, _ in self.trace if e]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ns",
+                       "otherData": {"kernel": self.kernel_name, "platform": self.platform,
+                                     "note": "ESTIMATED by the torch_neuronx NKI cost model"}}, f)
+
+    def __str__(self) -> str:
         lines = [f"NKI benchmark ESTIMATE (cost model, no device) of {self.kernel_name} on {self.platform}:",
                  f"  estimated latency: {self.latency_us:.3f} us ({self.latency_ms:.4f} ms)",
                  f"  estimated FLOPs utilization: {self.flops_utilization:.2f} % of Tensor Engine peak "
@@ -84,7 +100,7 @@ class BenchmarkResult:
                          f"({d['instructions']} instructions) (estimate)")
         return "\n".join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<BenchmarkResult estimate: {self.latency_us:.3f} us on {self.platform}, "
                 f"{self.flops_utilization:.1f}% FLOPs utilization (estimate)>")
 
@@ -93,34 +109,58 @@ class BenchmarkedKernel:
     """A kernel wrapped by :func:`benchmark`: calling it simulates the kernel, stores the estimate in
     ``benchmark_result`` and returns the kernel's outputs."""
 
-    def __init__(self, kernel, platform=None, grid=None, parent=None, **options):
+    def __init__(self, kernel: Any, platform: Any = None, grid: Any = None, parent: Any = None,
+                 **options: Any) -> None:
         self.kernel = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
         if grid:
             self.kernel = self.kernel[grid]
         self.platform = platform
         self.options = options
         self.parent = parent      # bench[grid](...) also stores its result on bench
-        self.benchmark_result = None
+        self.benchmark_result: BenchmarkResult | None = None
 
-    def __getitem__(self, grid):
+    def __getitem__(self, grid: Any) -> BenchmarkedKernel:
         return BenchmarkedKernel(self.kernel[grid], self.platform, parent=self, **self.options)
 
-    def __call__(self, *args, **kwargs):
-        k = Kernel(self.kernel.fn, "benchmark", self.platform or self.kernel.platform, self.kernel.grid)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        k = self.kernel._copy(mode="benchmark", platform=self.platform or self.kernel.platform)
         out = k(*args, **kwargs)
         self.benchmark_result = BenchmarkResult(k.last_run, getattr(k.fn, "__name__", "kernel"))
+        trace = self.options.get("save_trace_name")
+        if trace:
+            wd = self.options.get("working_directory")
+            self.benchmark_result.save_trace(os.path.join(wd, trace) if wd else trace)
         if self.parent is not None:
             self.parent.benchmark_result = self.benchmark_result
         return out
 
 
-def benchmark(kernel=None, *, warmup=5, iters=10, platform=None, platform_target=None, **kwargs):
+def benchmark(kernel: Callable | None = None, *, warmup: int = 5, iters: int = 10, platform: Any = None,
+              platform_target: Any = None, **kwargs: Any) -> Any:
     """Wrap ``kernel`` so that calling it reports an ESTIMATED latency (see module docstring).
 
     ``platform`` / ``platform_target``: "trn1" | "trn2" | "trn3" | "inf2" (default: the kernel's, else
     the default platform of :mod:`.platforms`).
+
+    Raises:
+        TypeError: an option AWS's ``nki.benchmark`` does not take.
     """
+    unknown = sorted(set(kwargs) - COMPILER_OPTIONS)
+    if unknown:
+        raise TypeError(f"nki.benchmark() got an unexpected keyword argument {unknown[0]!r}")
     plat = platform or platform_target
+    _ = (warmup, iters)
     if kernel is None:
-        return lambda k: BenchmarkedKernel(k, plat)
-    return BenchmarkedKernel(kernel, plat)
+        return lambda k: BenchmarkedKernel(k, plat, **kwargs)
+    return BenchmarkedKernel(kernel, plat, **kwargs)
+
+
+def profile(func: Callable | None = None, **kwargs: Any) -> Any:
+    """``nki.profile``: run the kernel on the simulator and keep its ESTIMATED profile in
+    ``kernel.benchmark_result`` (see :func:`benchmark`); no NEFF / NTFF file is produced.
+
+    Raises:
+        TypeError: an option AWS's ``nki.profile`` does not take.
+    """
+    check_options("nki.profile", kwargs)
+    return benchmark(func, **kwargs)

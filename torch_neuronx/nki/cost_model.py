@@ -19,7 +19,20 @@ tensor_reduce        max(MIN_II, N); N/2 for bf16 add/max                       
 bn_stats             max(MIN_II, N)                                             Vector
 bn_aggr              max(MIN_II, 13 N / 3)   (nki.isa.bn_aggr page)             Vector
 iota, affine_select  150 + N                  (nki.isa.iota / affine_select)    GpSimd
-memset               max(MIN_II, N)                                             Vector*
+memset               max(MIN_II, N); N/2 for value 0 into bf16/fp16             Vector*
+reciprocal           max(MIN_II, 8 N)                                           Vector
+tensor_tensor_scan   max(MIN_II, 2 N)                                           Vector
+tensor_scalar_reduce max(MIN_II, N) + MIN_II                                    Vector
+scalar_tensor_tensor N (bf16, subtract then multiply, N even), else 2 N          Vector
+dropout, range_select, nc_stream_shuffle, select_reduce, copy_predicated
+                     max(MIN_II, N)                                             Vector
+max8, nc_find_index8 N; nc_match_replace8 max(MIN_II, N)                        Vector
+local_gather         150 + valid_indices x elements_per_index / C               GpSimd
+                     (C = ((28 + 4e) / (4e)) / min(4 / dtype_bytes, e))
+tensor_copy_dynamic  max(MIN_II_DYNAMIC ~600, N)                                Vector
+topk                 4 n + K                                                    GpSimd
+partition reduce,    150 + N (the GpSimd start cost, as iota)                   GpSimd
+sequence_bounds, nonzero_with_count, nc_n_gather
 DMA                  bytes / (16 engines x 17|23|33 B/ns x efficiency)          DMA
                      on v2|v3|v4, + ~1.3 us fixed latency per transfer
 ==================  =========================================================  ===========
@@ -41,7 +54,12 @@ from collections import defaultdict
 
 __all__ = ["ENGINES", "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
            "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "dma_fixed_latency_ns",
-           "peak_flops", "Timeline"]
+           "peak_flops", "Timeline", "memset_cycles", "reciprocal_cycles", "scan_cycles",
+           "scalar_tensor_tensor_cycles", "local_gather_cycles", "dynamic_copy_cycles", "topk_cycles",
+           "MIN_II_DYNAMIC", "GPSIMD_START"]
+
+MIN_II_DYNAMIC = 600   # "MIN_II_DYNAMIC (~600)": tensor_copy_dynamic_src/dst pages (legacy nki.isa)
+GPSIMD_START = 150     # "GPSIMD_START (~150)": iota / affine_select pages (legacy nki.isa)
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 
@@ -70,6 +88,45 @@ def tensor_reduce_cycles(n: int, bf16_fast: bool, min_ii: int = 64) -> int:
 def iota_cycles(n: int) -> int:
     """iota / affine_select on GpSimd: 150 + N cycles."""
     return 150 + n
+
+
+def memset_cycles(n: int, half: bool, min_ii: int = 64) -> int:
+    """memset: max(MIN_II, N/2) for value 0 into a bf16/fp16 tile, else max(MIN_II, N)."""
+    return max(min_ii, n // 2 if half else n)
+
+
+def reciprocal_cycles(n: int, min_ii: int = 64) -> int:
+    """nisa.reciprocal on the Vector Engine: max(MIN_II, 8 N) (legacy nki.isa.reciprocal page)."""
+    return max(min_ii, 8 * n)
+
+
+def scan_cycles(n: int, min_ii: int = 64) -> int:
+    """tensor_tensor_scan: max(MIN_II, 2 N) (legacy nki.isa.tensor_tensor_scan page)."""
+    return max(min_ii, 2 * n)
+
+
+def scalar_tensor_tensor_cycles(n: int, fast: bool, min_ii: int = 64) -> int:
+    """scalar_tensor_tensor: N when bf16 data and operand1 with subtract then multiply and N even,
+    else 2 N (legacy nki.isa.scalar_tensor_tensor page); at least MIN_II."""
+    return max(min_ii, n if fast else 2 * n)
+
+
+def local_gather_cycles(valid: int, per_idx: int, dtype_bytes: int) -> float:
+    """local_gather on GpSimd: 150 + valid x per_idx / C, C = ((28 + 4e) / (4e)) / min(4 / b, e)
+    (legacy nki.isa.local_gather page; e = elements per index, b = dtype bytes)."""
+    e = max(per_idx, 1)
+    c = ((28 + 4 * e) / (4 * e)) / min(4 / max(dtype_bytes, 1), e)
+    return GPSIMD_START + valid * e / c
+
+
+def dynamic_copy_cycles(n: int) -> int:
+    """tensor_copy_dynamic_src/dst: max(MIN_II_DYNAMIC, N)."""
+    return max(MIN_II_DYNAMIC, n)
+
+
+def topk_cycles(n: int, k: int) -> int:
+    """nisa.topk on GpSimd: 4 n + K cycles per partition (current nki.isa.topk page)."""
+    return 4 * n + k
 
 
 def bn_aggr_cycles(n: int, min_ii: int = 64) -> int:
@@ -116,9 +173,41 @@ class Timeline:
         self.flops = 0.0
         self.ideal_pe_ns = 0.0      # sum of flops / peak(dtype), for the utilisation figure
         self.dma_bytes = 0
-        self.trace = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
+        self.spilled_bytes = 0      # SBUF bytes per partition spilled to HBM (allocation over capacity)
+        self.trace: list = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
         self._dma_busy = []         # merged busy intervals [start, end] of the DMA bandwidth
         self._dma_starts = []
+
+    def now(self) -> float:
+        """The time at which every engine queue of this core is idle (ns)."""
+        return max([self.makespan_ns, *self.engine_free.values()])
+
+    def advance_all(self, t: float) -> None:
+        """Make every engine queue wait until ``t`` (a core barrier)."""
+        for e in self.engine_free:
+            self.engine_free[e] = max(self.engine_free[e], t)
+        self.makespan_ns = max(self.makespan_ns, t)
+
+    @classmethod
+    def merged(cls, timelines: list) -> Timeline:
+        """The timelines of the cores of one launch as one: latency of the slowest core, engine busy
+        time, counts, FLOPs and DMA bytes summed."""
+        out = cls(timelines[0].platform)
+        for t in timelines:
+            out.makespan_ns = max(out.makespan_ns, t.makespan_ns)
+            for e, v in t.busy_ns.items():
+                out.busy_ns[e] += v
+            for e, v in t.count.items():
+                out.count[e] += v
+            for k, (c, b) in t.by_name.items():
+                out.by_name[k][0] += c
+                out.by_name[k][1] += b
+            out.flops += t.flops
+            out.ideal_pe_ns += t.ideal_pe_ns
+            out.dma_bytes += t.dma_bytes
+            out.spilled_bytes += t.spilled_bytes
+            out.trace.extend(t.trace)
+        return out
 
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
         """``cycles`` of ``engine`` ("tensor", "vector", "scalar", "gpsimd") in ns at its clock."""

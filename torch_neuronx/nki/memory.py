@@ -1,34 +1,49 @@
-"""The three memories of a NeuronCore (HBM, SBUF, PSUM) and their capacity accounting.
+"""The memories of a NeuronCore (HBM, SBUF, PSUM), buffers and capacity accounting.
 
-Buffers exposed to kernels (``nl.sbuf`` etc.) are :class:`Buffer` objects. ``nl.hbm`` and
-``nl.private_hbm`` are the same buffer (per-kernel device memory); ``nl.shared_hbm`` is HBM whose
-tensors can be returned from the kernel and are shared by every SPMD program instance.
+Buffers exposed to kernels (``nl.sbuf`` etc.) are :class:`Buffer` objects (AWS's current
+``nl.MemoryRegion``). ``nl.hbm`` and ``nl.private_hbm`` are the same buffer (per-kernel device
+memory); ``nl.shared_hbm`` is HBM whose tensors can be returned from the kernel and are shared by every
+program instance. Legacy direct allocation (``ncc.sbuf.mod_alloc(...)``, ``ncc.psum.alloc(...)``)
+passes a :class:`Placement` as ``buffer=``: its memory kind and requested address are recorded; the
+simulator gives every tensor its own storage (a kernel relying on two tensors aliasing one address is
+not modelled).
 
 Capacities come from the platform row (``torch_neuronx.runtime.platforms``): SBUF 192 KiB per
 partition on NeuronCore-v2 (trn1, inf2), 224 KiB on v3 (trn2), 256 KiB on v4 (trn3); PSUM 16 KiB per
-partition; HBM: the chip's HBM divided among its physical cores. A live allocation is freed when its Python object is
-garbage-collected or when the loop iteration that declared it ends (NKI scoping: a tensor declared in
-a loop body lives for one iteration), whichever comes first.
+partition (8 banks of 2 KiB); HBM: the chip's HBM divided among its physical cores.
+
+Overflow. PSUM cannot spill: live PSUM beyond 16 KiB per partition raises
+``err_buffer_capacity_exceeded``. SBUF overflow is *spilled*, as AWS's compiler does (the Mamba
+tutorial shows "qSyncSpillReload0 and qVectorSpillReload0 ... intermediate data spill from SBUF into
+device memory", ``fused_mamba.rst``): the allocation succeeds and the bytes over capacity are charged
+to the cost model as DMA traffic (written out and read back, see :meth:`Allocator.alloc`). One tile
+larger than a whole partition is still an error.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from .errors import err_buffer_capacity_exceeded
+from .errors import err_buffer_capacity_exceeded, err_unsupported_memory
 
-__all__ = ["Buffer", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer", "Allocator",
-           "Allocation", "ON_CHIP"]
+__all__ = ["Buffer", "Placement", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer",
+           "Allocator", "Allocation", "ON_CHIP", "is_hbm", "is_on_chip", "is_psum", "is_sbuf"]
 
 
 @dataclass(frozen=True)
 class Buffer:
-    """A memory a tensor can live in. ``kind`` is 'sbuf', 'psum' or 'hbm'."""
+    """A memory a tensor can live in (AWS's ``nl.MemoryRegion``). ``kind`` is 'sbuf', 'psum' or 'hbm';
+    ``value`` is AWS's enum value ('sbuf', 'psum', 'private_hbm', 'shared_hbm')."""
 
     name: str
     kind: str
     shared: bool = False
 
-    def __repr__(self):
+    @property
+    def value(self) -> str:
+        return {"hbm": "private_hbm"}.get(self.name, self.name)
+
+    def __repr__(self) -> str:
         return f"nl.{self.name}"
 
 
@@ -40,16 +55,61 @@ shared_hbm = Buffer("shared_hbm", "hbm", shared=True)
 ON_CHIP = ("sbuf", "psum")
 
 
-def as_buffer(b) -> Buffer:
-    """Buffer for a ``buffer=`` argument (None -> SBUF; names accepted)."""
+@dataclass
+class Placement:
+    """A legacy direct-allocation request (``ncc.sbuf.mod_alloc(base_addr=...)`` ...) used as
+    ``buffer=``: the memory ``kind`` and the requested address fields, kept for messages."""
+
+    kind: str
+    fields: dict = field(default_factory=dict)
+
+    @property
+    def buffer(self) -> Buffer:
+        return sbuf if self.kind == "sbuf" else psum
+
+
+def as_buffer(b: Any) -> Buffer:
+    """Buffer for a ``buffer=`` argument (None -> SBUF; AWS's names and a :class:`Placement` accepted).
+
+    Raises:
+        err_unsupported_memory: for anything else (the message lists the buffers).
+    """
     if b is None:
         return sbuf
     if isinstance(b, Buffer):
         return b
-    if isinstance(b, str):
-        return {"sbuf": sbuf, "psum": psum, "hbm": hbm, "private_hbm": hbm,
-                "shared_hbm": shared_hbm}[b]
-    raise TypeError(f"unknown buffer {b!r}; use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm")
+    if isinstance(b, Placement):
+        return b.buffer
+    name = getattr(b, "value", b)          # an enum member of another MemoryRegion
+    if isinstance(name, str):
+        found = {"sbuf": sbuf, "psum": psum, "hbm": hbm, "private_hbm": hbm, "shared_hbm": shared_hbm}.get(name)
+        if found is not None:
+            return found
+    kind = getattr(b, "kind", None)        # a legacy allocator object
+    if kind in ("sbuf", "psum"):
+        return sbuf if kind == "sbuf" else psum
+    raise err_unsupported_memory(f"unknown buffer {b!r}; use nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or "
+                                 "nl.shared_hbm")
+
+
+def is_hbm(buffer: Any) -> bool:
+    """``nl.is_hbm``: True for nl.hbm / private_hbm / shared_hbm."""
+    return as_buffer(buffer).kind == "hbm"
+
+
+def is_on_chip(buffer: Any) -> bool:
+    """``nl.is_on_chip``: True for SBUF and PSUM."""
+    return as_buffer(buffer).kind in ON_CHIP
+
+
+def is_psum(buffer: Any) -> bool:
+    """``nl.is_psum``."""
+    return as_buffer(buffer).kind == "psum"
+
+
+def is_sbuf(buffer: Any) -> bool:
+    """``nl.is_sbuf``."""
+    return as_buffer(buffer).kind == "sbuf"
 
 
 class Allocator:
@@ -62,37 +122,58 @@ class Allocator:
         platform: a :class:`torch_neuronx.runtime.platforms.Platform` row.
     """
 
-    def __init__(self, platform):
+    def __init__(self, platform: Any):
         self.capacity = {"sbuf": platform.core.sbuf_bytes_per_partition,
                          "psum": platform.core.psum_bytes_per_partition,
                          "hbm": platform.hbm_bytes_per_physical_core}
         self.live = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.peak = dict(self.live)
         self.platform = platform
+        self.spilled_bytes = 0          # per partition, cumulative (cost model)
 
-    def alloc(self, kind: str, nbytes: int, what: str) -> Allocation:
-        """Reserve ``nbytes`` (per partition for SBUF/PSUM) or raise ``err_buffer_capacity_exceeded``."""
-        new = self.live[kind] + nbytes
-        if new > self.capacity[kind]:
-            unit = "bytes per partition" if kind != "hbm" else "bytes"
+    def alloc(self, kind: str, nbytes: int, what: str, partitions: int = 1) -> Allocation:
+        """Reserve ``nbytes`` (per partition for SBUF/PSUM, total for HBM).
+
+        Returns the :class:`Allocation`; its ``spill_bytes`` is the number of bytes (all partitions)
+        that did not fit in SBUF and are spilled to HBM (0 normally).
+
+        Raises:
+            err_buffer_capacity_exceeded: PSUM or HBM overflow, or one tile larger than an SBUF
+                partition.
+        """
+        cap = self.capacity[kind]
+        unit = "bytes per partition" if kind != "hbm" else "bytes"
+        if nbytes > cap:
             raise err_buffer_capacity_exceeded(
-                f"{what} needs {nbytes} {unit} in {kind}; {self.live[kind]} live, capacity "
-                f"{self.capacity[kind]} on {self.platform.name}")
+                f"{what} needs {nbytes} {unit} in {kind}, more than the {cap} of a whole "
+                f"{'partition' if kind != 'hbm' else 'HBM'} on {self.platform.name}")
+        new = self.live[kind] + nbytes
+        spill = 0
+        if new > cap:
+            if kind != "sbuf":
+                raise err_buffer_capacity_exceeded(
+                    f"{what} needs {nbytes} {unit} in {kind}; {self.live[kind]} live, capacity "
+                    f"{cap} on {self.platform.name} (PSUM cannot spill)")
+            over = new - max(cap, self.live[kind])
+            spill = over * max(1, partitions)
+            self.spilled_bytes += over
         self.live[kind] = new
         self.peak[kind] = max(self.peak[kind], new)
-        return Allocation(self, kind, nbytes)
+        return Allocation(self, kind, nbytes, spill)
 
 
 class Allocation:
     """One reservation; released once, either when its tensor's scope ends (the loop iteration it
     was declared in: NKI tensors do not outlive their scope) or when the tensor is garbage-collected."""
 
-    __slots__ = ("allocator", "kind", "nbytes", "freed")
+    __slots__ = ("allocator", "kind", "nbytes", "freed", "spill_bytes")
 
-    def __init__(self, allocator, kind, nbytes):
+    def __init__(self, allocator: Allocator, kind: str, nbytes: int, spill_bytes: int = 0):
         self.allocator, self.kind, self.nbytes, self.freed = allocator, kind, nbytes, False
+        self.spill_bytes = spill_bytes
 
     def release(self) -> None:
+        """Return the bytes to the allocator (idempotent)."""
         if not self.freed:
             self.freed = True
             self.allocator.live[self.kind] -= self.nbytes

@@ -1,43 +1,56 @@
-"""The simulator of one NeuronCore: memories, loops, instruction execution and kernel runs.
+"""The simulated NeuronCores: memories, loops, instruction execution, kernel launches.
 
-A :class:`NeuronCoreSim` owns the allocator (HBM/SBUF/PSUM capacities), the loop stack used for
-``affine_range`` write-conflict detection, the SPMD launch state, and the cost-model
-:class:`~.cost_model.Timeline`. The instruction layer (:mod:`.instructions`, above this module) uses
-``with sim.instruction(...) as ins: ins.read(...); ins.write(...)``; reads and writes are checked
-(bounds, masks, immutability, conflicts), applied to the NumPy storage with dtype rounding, and timed.
+* :class:`Core` is one physical NeuronCore of the simulated platform: SBUF/PSUM accounting
+  (:class:`~.memory.Allocator`), the cost-model :class:`~.cost_model.Timeline` of its engine queues,
+  and the engine state that outlives one instruction (the Scalar and Vector Engine accumulator
+  registers of ``reduce_cmd``, the random-number generators).
+* :class:`NeuronCoreSim` is one *program instance* of a launch running on a core: the loop stack used
+  for ``affine_range`` write-conflict detection, its SPMD coordinates, and the ``instruction`` /
+  ``Instr.read`` / ``Instr.write`` protocol through which the instruction layer (:mod:`.instructions`,
+  above this module) touches memory: reads and writes are checked (bounds under masks, immutability,
+  loop conflicts), applied to the NumPy storage with one rounding to the destination's dtype, and timed.
+* :class:`Launch` runs a kernel function over its grid. Program instances on the same core run one
+  after the other; the programs of a logical NeuronCore with two cores (LNC=2: ``kernel[2]`` of the
+  current front end, ``nl.nc(2)`` axes of the legacy one) run on two :class:`Core` s in two threads,
+  handing control to each other at ``nisa.core_barrier`` / ``sendrecv`` / collectives, so both programs
+  are simulated with their synchronisation. HBM is shared by the programs (inputs, ``shared_hbm``).
 
 Checks implemented here: the partition limit at allocation (``err_num_partition_exceed_arch_limit``),
-bounds (via :mod:`.indexing`, ``err_tensor_access_out_of_bound``), affine_range write-write conflicts
-(``err_unexpected_output_dependencies``, PSUM ``+=`` excepted), read-only inputs and written outputs
+PSUM/SBUF capacity (``err_buffer_capacity_exceeded``; SBUF overflow spills), bounds under masks
+(``err_tensor_access_out_of_bound``), ``affine_range`` write-write conflicts
+(``err_unexpected_output_dependencies``), read-only inputs, written and returned outputs
 (``err_cannot_update_immutable_parameter``, ``err_tensor_output_not_written_to``), and poisoned fresh
-allocations (NaN / 4, so reads of unwritten memory show).
+allocations (NaN / 4) so reads of unwritten memory show.
 """
 from __future__ import annotations
 
 import contextlib
 import inspect
 import itertools
+import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import context, dtypes
 from .cost_model import Timeline
-from .errors import (err_cannot_update_immutable_parameter, err_invalid_program_axis,
-                     err_num_partition_exceed_arch_limit, err_shared_hbm_must_in_kernel_level,
-                     err_size_of_dimension_exceed_arch_limit, err_store_dst_shape_smaller_than_other_shape,
+from .errors import (err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
+                     err_invalid_program_axis, err_leading_dimension_of_tensor_must_be_partition,
+                     err_num_partition_exceed_arch_limit,
+                     err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
+                     err_store_dst_shape_smaller_than_other_shape, err_tensor_access_out_of_bound,
                      err_tensor_output_not_written_to, err_unexpected_output_dependencies,
                      err_unsupported_memory)
-from .indexing import as_mask_array, resolve, tile_broadcast
-from .memory import Allocator, ON_CHIP, as_buffer
+from .indexing import as_mask_array
+from .memory import ON_CHIP, Allocator, Placement, as_buffer
 from .ops import binary
 from .platforms import get_platform
-from .tile import NkiTensor, ParDim, as_view, is_tile
+from .tile import Access, NkiTensor, ParDim, Storage, is_tile
 from .typing import is_mutable_annotation
 
-__all__ = ["NeuronCoreSim", "Instr", "run_kernel", "LoopFrame"]
+__all__ = ["Core", "NeuronCoreSim", "Instr", "Launch", "run_kernel", "LoopFrame", "nc_axis"]
 
 _frame_ids = itertools.count()
 
@@ -47,182 +60,304 @@ class LoopFrame:
 
     __slots__ = ("id", "kind", "iter", "roots", "allocs")
 
-    def __init__(self, kind):
+    def __init__(self, kind: str):
         self.id = next(_frame_ids)
         self.kind = kind
         self.iter = -1
-        self.roots = []
-        self.allocs = []      # allocations declared in the current iteration (released at its end)
+        self.roots: list = []
+        self.allocs: list = []      # allocations declared in the current iteration (released at its end)
 
-    def end_iteration(self):
+    def end_iteration(self) -> None:
         for a in self.allocs:
             a.release()
         self.allocs.clear()
 
 
-class Instr:
-    """Reads/writes of one instruction; timed on exit (see :class:`NeuronCoreSim.instruction`)."""
+def _tile_broadcast(arr: Any, shape: tuple) -> np.ndarray:
+    """Broadcast ``arr`` to ``shape`` the NKI way: dimensions align from the partition axis (left),
+    missing trailing free dims count as size 1; equal element counts reshape."""
+    a = np.asarray(arr)
+    shape = tuple(shape)
+    if a.shape == shape:
+        return a
+    if a.ndim < len(shape):
+        a2 = a.reshape(a.shape + (1,) * (len(shape) - a.ndim))
+    elif a.ndim > len(shape):
+        extra = a.shape[len(shape):]
+        a2 = a.reshape(a.shape[:len(shape)]) if all(s == 1 for s in extra) else a
+    else:
+        a2 = a
+    try:
+        return np.broadcast_to(a2, shape)
+    except ValueError:
+        if a.size == int(np.prod(shape, dtype=np.int64)) and (a.ndim == 0 or a.shape[0] == (shape[0] if shape else 1)):
+            return a.reshape(shape)
+        raise
 
-    def __init__(self, sim, name, engine, busy_ns, latency_ns):
+
+class Instr:
+    """Reads and writes of one instruction; timed on exit (see :meth:`NeuronCoreSim.instruction`)."""
+
+    def __init__(self, sim: NeuronCoreSim, name: str, engine: str | None, busy_ns: float, latency_ns: float):
         self.sim, self.name, self.engine = sim, name, engine
         self.busy_ns, self.latency_ns = busy_ns, latency_ns
-        self.reads, self.writes = [], []
+        self.reads: list = []
+        self.writes: list = []
 
-    def __enter__(self):
+    def __enter__(self) -> Instr:
+        self.sim._instr_stack.append(self)
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        self.sim._instr_stack.pop()
         if et is None:
             self.sim._commit(self)
-        return False
 
-    def read(self, x, mask=None) -> np.ndarray:
-        """Values of tile/view ``x`` (view-shaped storage array). Masked-off elements read as 0."""
-        v = as_view(x)
-        t = v.tensor
-        t.fresh = False
+    def _resolve(self, x: NkiTensor, mask: Any, oob_skip: bool) -> tuple[Access, np.ndarray | None]:
+        acc = x.access()
+        for dep in acc.deps:
+            if is_tile(dep):
+                self.reads.append((dep.access().storage_access(), None))
         m = None
         if mask is not None:
-            try:
-                m = as_mask_array(mask, v.shape)
-            except ValueError:
-                m = None
-        idx, sel = resolve(v.comps, t.shape, v.shape, v.advanced, m, t.name)
-        if sel is Ellipsis:
-            out = np.array(t.data[idx], copy=True)
-        else:
-            out = np.zeros(v.shape, dtype=t.data.dtype)
-            out[sel] = t.data[idx]
-        self.reads.append((t, idx))
-        return out
+            m = as_mask_array(mask, acc.shape)
+            if m is None:
+                from .errors import err_unsupported_expression_in_mask
+                raise err_unsupported_expression_in_mask(
+                    f"'{self.name}': mask of shape {list(np.shape(getattr(mask, 'values', mask)))} does not "
+                    f"broadcast to the access shape {list(acc.shape)} of {x.describe()}")
+        if acc.oob is not None:
+            bad = acc.oob if m is None else (acc.oob & m)
+            if np.any(bad):
+                if not oob_skip:
+                    raise err_tensor_access_out_of_bound(f"'{self.name}': {acc.oob_desc} "
+                                                         f"({int(np.sum(bad))} element(s) unmasked)")
+                keep = ~acc.oob
+                m = keep if m is None else (m & keep)
+        return acc, m
 
-    def write(self, dst, values, mask=None, accumulate=False, accumulate_op=None, exempt=False):
-        """Write ``values`` (broadcast NKI-style to the view's shape) into ``dst`` under ``mask``.
+    def read(self, x: Any, mask: Any = None, *, raw: bool = False, oob_skip: bool = False) -> np.ndarray:
+        """Values of tile ``x`` (view-shaped): float32 (engine input; packed MX types unpacked to a
+        trailing axis of 4), or the storage values with ``raw=True``. Masked-off elements read as 0."""
+        if not is_tile(x):
+            raise err_unsupported_memory(f"'{self.name}': operand {x!r} is not a tile")
+        if x.loop_op is not None:
+            raise NotImplementedError(
+                "nl.loop_reduce: its result must be assigned into the destination it reduces into "
+                "(dst[...] = nl.loop_reduce(x, op, loop_indices)); using it as an operand is not supported by "
+                "the torch_neuronx NKI simulator")
+        x.fresh = False
+        acc, m = self._resolve(x, mask, oob_skip)
+        arr = acc.storage.flat(acc.dtype)
+        vals = np.array(acc.get(arr), copy=True)
+        if m is not None:
+            vals[~m] = 0
+        self.reads.append((acc.storage_access(), m))
+        if raw:
+            return vals
+        return dtypes.to_f32(vals, acc.dtype)
 
-        ``accumulate``: dst = dst <op> values (``accumulate_op``, default add); PSUM accumulation is
-        exempt from the affine_range conflict check (as is ``exempt=True``: PSUM read-modify-write).
+    def write(self, dst: Any, values: Any, mask: Any = None, *, accumulate: bool = False,
+              accumulate_op: Any = None, exempt: bool = False, oob_skip: bool = False) -> None:
+        """Write ``values`` (float32 or integers, broadcast NKI-style to the view's shape) into
+        ``dst`` under ``mask``, rounding once to ``dst``'s dtype.
+
+        ``accumulate``: ``dst = dst <accumulate_op> values`` (default add). PSUM accumulation and
+        ``exempt=True`` (an associative reduction into ``dst``) are exempt from the affine_range
+        conflict check.
+
+        Raises:
+            err_cannot_update_immutable_parameter: ``dst`` is a kernel input not annotated mutable.
+            err_store_dst_shape_smaller_than_other_shape: ``values`` does not broadcast to ``dst``.
         """
-        v = as_view(dst)
-        t = v.tensor
-        root = t.root
-        if root.immutable:
-            raise err_cannot_update_immutable_parameter(f"'{self.name}' writes input {t.describe()}")
+        st = dst.storage
+        if st.immutable:
+            raise err_cannot_update_immutable_parameter(f"'{self.name}' writes input {dst.describe()}")
+        acc, m = self._resolve(dst, mask, oob_skip)
+        packed = dtypes.is_packed(acc.dtype)
+        vshape = acc.shape + ((acc.dtype.count,) if packed and np.ndim(values) > len(acc.shape) else ())
         try:
-            vals = tile_broadcast(values, v.shape)
+            vals = _tile_broadcast(values, vshape)
         except ValueError:
             raise err_store_dst_shape_smaller_than_other_shape(
-                f"'{self.name}': destination {v.describe()} smaller than / not broadcastable from "
-                f"source shape {list(np.shape(values))}") from None
-        m = as_mask_array(mask, v.shape) if mask is not None else None
-        idx, sel = resolve(v.comps, t.shape, v.shape, v.advanced, m, t.name)
-        self.sim.check_write_conflict(t, idx, accumulate or exempt, self.name)
-        new = vals[sel] if sel is not Ellipsis else vals
+                f"'{self.name}': destination {dst.describe()} smaller than / not broadcastable from source "
+                f"shape {list(np.shape(values))}") from None
+        sacc = acc.storage_access()
+        self.sim.check_write_conflict(st, sacc, m, accumulate or exempt, self.name, reduction=exempt)
+        arr = st.flat(acc.dtype)
         if accumulate:
-            old = t.data[idx].astype(np.float32)
-            new = binary(accumulate_op or "add")(old, np.asarray(new, dtype=np.float32))
-        t.data[idx] = dtypes.round_to(new, t.dtype)
-        root.written = True
-        self.writes.append((t, idx))
+            old = dtypes.to_f32(np.asarray(acc.get(arr)), acc.dtype)
+            vals = binary(accumulate_op or "add")(old, np.asarray(vals, dtype=np.float32))
+        new = dtypes.from_f32(vals, acc.dtype, st.keep and dtypes.is_float(acc.dtype))
+        if new.dtype != arr.dtype:
+            new = new.astype(arr.dtype)
+        acc.put(arr, np.asarray(new).reshape(acc.shape) if new.shape != acc.shape else new, m)
+        st.written = True
+        if st.buffer.kind == "psum":       # nc_matmul(accumulate=None) accumulates onto written elements
+            sacc.put(st.aux_array("psum_written", 0.0, np.bool_), np.ones(sacc.shape, dtype=bool), m)
+        self.writes.append((sacc, m))
+
+
+class Core:
+    """One physical NeuronCore of the platform: memory accounting, engine queues and engine state.
+
+    Attributes:
+        index: core index within the logical NeuronCore (0 or 1).
+        allocator, timeline: SBUF/PSUM accounting and the cost-model queues.
+        act_regs / dve_regs: the Scalar / Vector Engine accumulator registers (one fp32 per partition).
+        rng: the engines' random generators (seeded per core; ``nisa.set_rng_seed`` reseeds).
+    """
+
+    def __init__(self, platform: Any, index: int = 0):
+        self.platform = platform
+        self.index = index
+        self.allocator = Allocator(platform)
+        self.timeline = Timeline(platform)
+        p = platform.core.partitions
+        self.act_regs = np.zeros(p, dtype=np.float32)
+        self.dve_regs = np.zeros(p, dtype=np.float32)
+        self.rng = {"vector": np.random.default_rng(1234 + index), "gpsimd": np.random.default_rng(4321 + index)}
 
 
 class NeuronCoreSim:
-    """State of one simulated NeuronCore for one kernel launch.
+    """One program instance of a launch, running on a :class:`Core`.
 
     Args:
         platform: "trn1" | "trn2" | "trn3" | "inf2", a ``torch_neuronx.runtime.platforms.Platform``,
             or None for the default (the ``neuron`` device's platform; see :mod:`.platforms`).
+        launch: the :class:`Launch` (None: a stand-alone simulator, e.g. for tests of one instruction).
+        core: the :class:`Core` it runs on (default: a new one).
     """
 
-    def __init__(self, platform=None):
+    def __init__(self, platform: Any = None, launch: Launch | None = None, core: Core | None = None,
+                 program: tuple = (0,), instance: int = 0):
         self.platform = get_platform(platform)
-        self.allocator = Allocator(self.platform)
-        self.timeline = Timeline(self.platform)
+        self.core = core or Core(self.platform)
+        self.launch = launch
         self.loops: list = []
-        self.grid: tuple = ()
-        self.program: tuple = ()
-        self.shared: list = []
+        self.program = program
+        self.instance = instance
         self.shared_idx = 0
-        self.instance = 0
-        self.instructions = 0
+        self.keep = launch.keep if launch else dtypes.get_keep_fp32(False)
+        self.frontend = launch.frontend if launch else "legacy"
+        self._instr_stack: list[Instr] = []
+
+    # convenient forwards
+    @property
+    def allocator(self) -> Allocator:
+        return self.core.allocator
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.core.timeline
+
+    @property
+    def grid(self) -> tuple:
+        return self.launch.grid if self.launch else ()
+
+    @property
+    def instructions(self) -> int:
+        return self.launch.instructions if self.launch else self._own_instructions
+
+    _own_instructions = 0
 
     # ---- activation -----------------------------------------------------------------------------
-    def activate(self):
+    def activate(self) -> contextlib.AbstractContextManager:
         """Context manager making this simulator the current one (:func:`.context.current`)."""
         return context.activate(self)
 
     # ---- allocation -----------------------------------------------------------------------------
-    def new_tensor(self, shape, dtype, buffer=None, name="", fill=None, data=None) -> NkiTensor:
-        """Allocate a tensor; poisoned (NaN / 4) unless ``fill`` or ``data`` is given.
+    def new_tensor(self, shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
+                   data: np.ndarray | None = None) -> NkiTensor:
+        """Allocate a tensor; poisoned (NaN / 4) unless ``fill`` or ``data`` (flat storage) is given.
 
-        Raises ``err_num_partition_exceed_arch_limit`` (P > 128 in SBUF/PSUM),
-        ``err_size_of_dimension_exceed_arch_limit`` (PSUM tile free size > 512),
-        ``err_shared_hbm_must_in_kernel_level`` and ``err_buffer_capacity_exceeded``.
+        Raises:
+            err_num_partition_exceed_arch_limit: P > 128 in SBUF/PSUM.
+            err_size_of_dimension_exceed_arch_limit: a legacy PSUM tile over one 2 KiB bank.
+            err_leading_dimension_of_tensor_must_be_partition: a block dimension in the current front end.
+            err_shared_hbm_must_in_kernel_level, err_buffer_capacity_exceeded.
         """
         buf = as_buffer(buffer)
         dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-        pdim = 0
-        for i, s in enumerate(shape):
-            if isinstance(s, ParDim):
-                pdim = i
-                break
+        pdim = next((i for i, s in enumerate(shape) if isinstance(s, ParDim)), 0)
         shape = tuple(int(s) for s in shape)
+        if buf.kind in ON_CHIP and not shape:
+            shape = (1, 1)                                  # on-chip tensors are >= 2-D
+        elif buf.kind in ON_CHIP and len(shape) == 1:
+            shape = (shape[0], 1)
         desc = f"'{name or 'tile'}' {list(shape)} {dtypes.dtype_name(dtype)} in {buf.name}"
-        nbytes_elem = dtypes.itemsize(dtype)
+        isz = dtypes.itemsize(dtype)
+        spill = 0
         if buf.kind in ON_CHIP:
-            if not shape:
-                raise ValueError(f"{desc}: SBUF/PSUM tiles need a partition dimension")
+            if pdim and self.frontend == "current":
+                raise err_leading_dimension_of_tensor_must_be_partition(f"{desc}: partition dim at {pdim}")
             p = shape[pdim]
             if p > self.platform.core.partitions:
                 raise err_num_partition_exceed_arch_limit(
                     f"{desc}: {p} partitions > {self.platform.core.partitions}")
-            free = int(np.prod(shape[pdim + 1:])) if len(shape) > pdim + 1 else 1
-            if buf.kind == "psum" and free > 512:
+            free = int(np.prod(shape[pdim + 1:], dtype=np.int64)) if len(shape) > pdim + 1 else 1
+            bank = self.platform.core.psum_bytes_per_partition // max(self.platform.core.psum_banks, 1)
+            if buf.kind == "psum" and self.frontend == "legacy" and free * isz > bank:
                 raise err_size_of_dimension_exceed_arch_limit(
-                    f"{desc}: PSUM tile free size {free} > 512 (nl.tile_size.psum_fmax, one 2 KiB bank)")
-            blocks = int(np.prod(shape[:pdim])) if pdim else 1
-            nbytes = blocks * free * nbytes_elem
+                    f"{desc}: PSUM tile free size {free} x {isz} bytes > one {bank}-byte bank "
+                    "(nl.tile_size.psum_fmax fp32 elements)")
+            blocks = int(np.prod(shape[:pdim], dtype=np.int64)) if pdim else 1
+            # legacy block dims are logical: PSUM blocks are allocated by liveness (block-dimension
+            # migration guide), so a PSUM block tensor is charged one block; SBUF ones fully (spilled)
+            nbytes = (1 if buf.kind == "psum" else blocks) * free * isz
         else:
-            nbytes = int(np.prod(shape)) * nbytes_elem if shape else nbytes_elem
+            nbytes = int(np.prod(shape, dtype=np.int64)) * isz if shape else isz
         if buf.shared and data is None:
             if self.loops:
                 raise err_shared_hbm_must_in_kernel_level(f"{desc} created inside a loop")
-            if self.instance > 0:
-                # SPMD: every program instance sees the same shared_hbm tensors, in creation order
-                if self.shared_idx >= len(self.shared):
-                    raise RuntimeError("SPMD program instances created different shared_hbm tensors")
-                t = self.shared[self.shared_idx]
-                self.shared_idx += 1
-                if t.shape != shape or t.dtype != dtype:
-                    raise RuntimeError(f"SPMD instance created shared_hbm {desc}, instance 0 created "
-                                       f"{t.describe()}")
-                return t
-        rec = self.allocator.alloc(buf.kind, nbytes, desc)
+            if self.launch is not None:
+                t = self.launch.shared_tensor(self, shape, dtype, name)
+                if t is not None:
+                    return t
+        rec = self.allocator.alloc(buf.kind, nbytes, desc, shape[pdim] if buf.kind in ON_CHIP else 1)
+        spill = rec.spill_bytes
         if data is None:
-            sd = dtypes.storage_dtype(dtype)
-            fv = dtypes.poison_value(dtype) if fill is None else fill
-            data = np.full(shape, fv, dtype=sd)
-            if fill is not None:
-                data = dtypes.round_to(data, dtype)
-        t = NkiTensor(shape, dtype, buf, data, pdim, name)
-        weakref.finalize(t, rec.release)
+            sd = dtypes.storage_dtype(dtype, self.keep)
+            size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if fill is None:
+                data = np.full(size, dtypes.poison_value(dtype), dtype=sd)
+            else:
+                data = dtypes.from_f32(np.full(size, fill, dtype=np.float64), dtype, self.keep)
+        st = Storage(shape, dtype, buf, data, self.keep, pdim, name, sim=self)
+        if isinstance(buffer, Placement):
+            st.placement = buffer
+        t = NkiTensor.full_view(st)
+        weakref.finalize(st, rec.release)
         if self.loops and buf.kind in ON_CHIP:
             self.loops[-1].allocs.append(rec)
-        t.created_in = {f.id: f.iter for f in self.loops if f.kind == "affine"}
-        if buf.shared and self.instance == 0:
-            self.shared.append(t)
+        st.created_in = {f.id: f.iter for f in self.loops if f.kind == "affine"}
+        if buf.shared and self.launch is not None:
+            self.launch.register_shared(self, t)
+        if spill:
+            self.charge_spill(spill, desc)
         return t
+
+    def charge_spill(self, nbytes: int, what: str) -> None:
+        """Charge an SBUF spill of ``nbytes`` (written to HBM and read back) to the DMA queues."""
+        from .cost_model import dma_fixed_latency_ns, dma_time_ns
+        p = self.platform
+        self.timeline.schedule("sbuf_spill_reload", "dma", dma_time_ns(2 * nbytes, p), 0.0,
+                               dma_fixed_latency_ns(p))
+        self.timeline.dma_bytes += 2 * nbytes
+        self.timeline.spilled_bytes += nbytes
 
     def input_tensor(self, arr: np.ndarray, name: str, mutable: bool = False) -> NkiTensor:
         """An HBM tensor holding a copy of kernel input ``arr``: immutable unless ``mutable``
         (parameter annotated ``nt.mutable_tensor``; written back to ``arr`` by :func:`run_kernel`)."""
-        dt, data = dtypes.input_storage(np.asarray(arr), f"kernel input '{name}'")
+        dt, data = dtypes.input_storage(np.asarray(arr), f"kernel input '{name}'", self.keep)
         t = self.new_tensor(arr.shape, dt, "hbm", name=name, data=data)
-        t.immutable = not mutable
+        t.storage.immutable = not mutable
+        t.storage.written = True
         return t
 
     # ---- loops ----------------------------------------------------------------------------------
-    def loop(self, kind, *args):
+    def loop(self, kind: str, *args: int) -> Iterator[int]:
         """Generator behind nl.affine_range / sequential_range / static_range."""
         frame = LoopFrame(kind)
         self.loops.append(frame)
@@ -236,81 +371,109 @@ class NeuronCoreSim:
             if frame in self.loops:
                 self.loops.remove(frame)
             for r in frame.roots:
-                r.marks_.pop(frame.id, None)
+                r.marks.pop(frame.id, None)
 
-    def check_write_conflict(self, t: NkiTensor, idx, accumulate: bool, api: str) -> None:
-        """Record a write of ``t[idx]`` by instruction ``api`` in every enclosing affine_range loop.
+    def check_write_conflict(self, st: Storage, sacc: Access, m: np.ndarray | None, accumulate: bool,
+                             api: str, reduction: bool = False) -> None:
+        """Record a write of ``sacc`` (storage units) by ``api`` in every enclosing affine_range loop.
 
         Raises:
-            err_unexpected_output_dependencies: when another iteration of such a loop wrote the same
-                elements (a PSUM accumulation, ``accumulate=True`` in PSUM, is exempt).
+            err_unexpected_output_dependencies: another iteration of such a loop wrote the same elements
+                (PSUM accumulation, ``accumulate=True`` in PSUM, is exempt, and so is an associative
+                ``reduction`` into any buffer: "associative reductions are not considered loop carried
+                dependencies", legacy nki.language.affine_range page).
         """
-        root = t.root
-        if accumulate and t.buffer.kind == "psum":
+        if (accumulate and st.buffer.kind == "psum") or reduction:
             return
         for f in self.loops:
-            if f.kind != "affine":
-                continue
-            if root.created_in.get(f.id) == f.iter:
-                continue   # allocated in this very iteration: private to it
-            if f.id not in root.marks_:
-                f.roots.append(root)
-            marks = t.marks(f.id)
-            region = marks[idx]
+            if f.kind != "affine" or st.created_in.get(f.id) == f.iter:
+                continue       # allocated in this very iteration: private to it
+            if f.id not in st.marks:
+                f.roots.append(st)
+            marks = st.marks_array(f.id)
+            region = np.asarray(sacc.get(marks))
             bad = (region >= 0) & (region != f.iter)
+            if m is not None:
+                bad &= m
             if np.any(bad):
-                other = int(np.asarray(region)[np.asarray(bad)].flat[0])
+                other = int(region[bad].flat[0])
                 raise err_unexpected_output_dependencies(
-                    f"'{api}' writes {t.describe()}: iterations {other} and {f.iter} of an "
-                    f"affine_range loop write the same elements")
-            marks[idx] = f.iter
+                    f"'{api}' writes {st.describe()}: iterations {other} and {f.iter} of an affine_range "
+                    "loop write the same elements (use nl.sequential_range for a loop-carried write)")
+            sacc.put(marks, np.full(sacc.shape, f.iter, dtype=np.int32), m)
 
     # ---- instructions ---------------------------------------------------------------------------
-    def instruction(self, name: str, engine, cycles: float = 0.0, busy_ns: float | None = None,
+    def instruction(self, name: str, engine: str | None, cycles: float = 0.0, busy_ns: float | None = None,
                     latency_ns: float = 0.0) -> Instr:
         """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``)."""
         if busy_ns is None:
-            busy_ns = self.timeline.cycles_to_ns(engine, cycles) if engine else 0.0
-        self.instructions += 1
+            busy_ns = self.timeline.cycles_to_ns(engine, cycles) if engine and engine != "dma" else 0.0
+        if self.launch is not None:
+            self.launch.instructions += 1
+        else:
+            self._own_instructions += 1
         return Instr(self, name, engine, busy_ns, latency_ns)
 
-    def _commit(self, ins: Instr):
+    def read_index_values(self, tile: NkiTensor) -> np.ndarray:
+        """Integer values of an index tile (indirect addressing), read now; recorded as a read of the
+        instruction running, if any."""
+        acc = tile.access()
+        vals = np.asarray(acc.get(acc.storage.flat(acc.dtype)))
+        if self._instr_stack:
+            self._instr_stack[-1].reads.append((acc.storage_access(), None))
+        vals = dtypes.to_f32(vals, acc.dtype) if dtypes.is_float(acc.dtype) else vals
+        return np.asarray(vals).astype(np.int64)
+
+    def _commit(self, ins: Instr) -> None:
         ready = 0.0
-        for t, idx in ins.reads:
-            if t.root.immutable or not t.root.aux_:
+        for sacc, m in ins.reads:
+            st = sacc.storage
+            if st.immutable or not st.aux:
                 continue
-            r = t.aux("ready")[idx]
-            if np.size(r):
+            r = np.asarray(sacc.get(st.aux_array("ready")))
+            if m is not None and r.shape == m.shape:
+                r = r[m]
+            if r.size:
                 ready = max(ready, float(np.max(r)))
-        for t, idx in ins.writes:
-            r = t.aux("ready")[idx]
-            if np.size(r):
+        for sacc, _m in ins.writes:
+            st = sacc.storage
+            r = np.asarray(sacc.get(st.aux_array("ready")))
+            if r.size:
                 ready = max(ready, float(np.max(r)))
-            if "read_done" in t.root.aux_:
-                rd = t.aux("read_done")[idx]
-                if np.size(rd):
+            if "read_done" in st.aux:
+                rd = np.asarray(sacc.get(st.aux["read_done"]))
+                if rd.size:
                     ready = max(ready, float(np.max(rd)))
-        start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready, ins.latency_ns)
+        start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready,  # type: ignore[arg-type]
+                                             ins.latency_ns)
         end = start + ins.busy_ns
-        for t, idx in ins.writes:
-            t.aux("ready")[idx] = done
-        for t, idx in ins.reads:
-            if t.root.immutable:
+        for sacc, m in ins.writes:
+            sacc.put(sacc.storage.aux_array("ready"), np.full(sacc.shape, done), m)
+        for sacc, m in ins.reads:
+            st = sacc.storage
+            if st.immutable:
                 continue
-            rd = t.aux("read_done")
-            rd[idx] = np.maximum(rd[idx], end)
+            rd = st.aux_array("read_done")
+            cur = np.asarray(sacc.get(rd))
+            sacc.put(rd, np.maximum(cur, end), m)
 
     # ---- SPMD -----------------------------------------------------------------------------------
     def program_id(self, axis: int) -> int:
-        if not self.grid:
-            if axis == 0:
-                return 0
-        if axis >= max(len(self.grid), 1):
-            raise err_invalid_program_axis(f"program_id({axis}) with launch grid {list(self.grid)}")
-        return self.program[axis]
+        """Index of this program instance along launch-grid ``axis``.
 
-    def num_programs(self, axes=None):
-        g = self.grid or (1,)
+        Raises:
+            err_invalid_program_axis: ``axis`` >= the grid's rank.
+        """
+        grid = self.grid
+        if not grid and axis == 0:
+            return 0
+        if axis >= max(len(grid), 1) or axis < 0:
+            raise err_invalid_program_axis(f"program_id({axis}) with launch grid {list(grid)}")
+        return int(self.program[axis])
+
+    def num_programs(self, axes: Any = None) -> int:
+        """Size of the launch grid along ``axes`` (all axes multiplied when None)."""
+        g = tuple(int(x) for x in self.grid) or (1,)
         if axes is None:
             return int(np.prod(g))
         if isinstance(axes, (tuple, list)):
@@ -322,8 +485,242 @@ class NeuronCoreSim:
             raise err_invalid_program_axis(f"num_programs({axes}) with grid {list(g)}")
         return g[axes]
 
+    # ---- multi-core synchronisation (LNC=2) -------------------------------------------------------
+    def barrier(self, cores: Sequence[int], what: str) -> None:
+        """Block until every program of ``cores`` reached a barrier (``nisa.core_barrier``)."""
+        if self.launch is None:
+            if tuple(cores) not in ((0,), ()):
+                raise err_core_barrier_mismatch(f"{what}: no other core in this run")
+            return
+        self.launch.barrier(self, tuple(int(c) for c in cores), what)
 
-def _flatten_outputs(ret):
+
+def nc_axis(g: Any) -> bool:
+    """True for a launch-grid axis spread over NeuronCores (``nl.nc(2)``)."""
+    return bool(getattr(g, "is_nc", False))
+
+
+class _Baton:
+    """Cooperative scheduling of a launch's program threads: exactly one runs at a time."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.owner: int | None = None
+
+
+class Launch:
+    """One kernel launch: the grid, its cores and program instances, shared HBM and synchronisation.
+
+    Attributes:
+        grid: launch grid (ints; ``nl.nc`` axes marked).
+        cores: the :class:`Core` objects (one, or two with LNC=2).
+        keep: fp32 storage mode of this run (see :mod:`.dtypes`).
+        frontend: "legacy" or "current" (rules that differ between AWS's two front ends).
+        instructions: instructions executed.
+    """
+
+    def __init__(self, platform: Any, grid: tuple, keep: bool, frontend: str, lnc: int = 1):
+        self.platform = get_platform(platform)
+        self.grid = grid
+        self.keep = keep
+        self.frontend = frontend
+        self.instructions = 0
+        self.lnc = lnc
+        self.cores = [Core(self.platform, i) for i in range(lnc)]
+        self.shared: list[NkiTensor] = []
+        self.sims: list[NeuronCoreSim] = []
+        self._baton = _Baton()
+        self._waiting: dict[int, tuple] = {}      # instance -> (barrier key, generation)
+        self._barriers: dict[tuple, list] = {}
+        self._mail: dict[tuple, list] = {}
+        self._done: set[int] = set()
+        self._order: list[int] = []
+        self._aborted = False
+
+    # ---- merged view for the cost model ------------------------------------------------------------
+    @property
+    def timeline(self) -> Timeline:
+        """The cores' timelines merged (latency = the slowest core)."""
+        if len(self.cores) == 1:
+            return self.cores[0].timeline
+        return Timeline.merged([c.timeline for c in self.cores])
+
+    @property
+    def allocator(self) -> Allocator:
+        return self.cores[0].allocator
+
+    # ---- shared HBM ----------------------------------------------------------------------------------
+    def shared_tensor(self, sim: NeuronCoreSim, shape: tuple, dtype: Any, name: str) -> NkiTensor | None:
+        """The ``shared_hbm`` tensor program ``sim`` creates next, if an earlier program made it."""
+        i = sim.shared_idx
+        sim.shared_idx += 1
+        if i < len(self.shared):
+            t = self.shared[i]
+            if t.shape != tuple(shape) or t.dtype != dtype:
+                raise err_invalid_program_axis(
+                    f"program {sim.program} created shared_hbm '{name}' {list(shape)}, another program created "
+                    f"{t.describe()} at the same place (every program must create the same shared_hbm tensors)")
+            return t
+        return None
+
+    def register_shared(self, sim: NeuronCoreSim, t: NkiTensor) -> None:
+        self.shared.append(t)
+
+    # ---- synchronisation ------------------------------------------------------------------------------
+    def _yield_to_next(self, me: int) -> None:
+        """Hand the baton to the next program that can run (round robin); None when none can."""
+        order = self._order
+        n = len(order)
+        pos = order.index(me) if me in order else -1
+        for k in range(1, n + 1):
+            cand = order[(pos + k) % n]
+            if cand in self._done or cand in self._waiting:
+                continue
+            self._baton.owner = cand
+            self._baton.cond.notify_all()
+            return
+        self._baton.owner = None
+        self._baton.cond.notify_all()
+
+    def _wait_turn(self, me: int, what: str) -> None:
+        """Block (baton lock held) until this program may run again."""
+        cond = self._baton.cond
+        while self._baton.owner != me or me in self._waiting:
+            if self._aborted:
+                raise _Aborted()
+            if self._baton.owner is None:
+                if me in self._waiting:
+                    self._aborted = True
+                    cond.notify_all()
+                    raise err_core_barrier_mismatch(
+                        f"{what}: deadlock, every other program finished or waits elsewhere")
+                self._baton.owner = me
+                break
+            cond.wait()
+
+    def barrier(self, sim: NeuronCoreSim, cores: tuple, what: str) -> None:
+        """``core_barrier``: wait until the programs running on every core of ``cores`` arrived.
+
+        Raises:
+            err_core_barrier_mismatch: cores outside the launch, or a deadlock.
+        """
+        if self.lnc == 1:
+            if cores not in ((0,), ()):
+                raise err_core_barrier_mismatch(f"{what} with cores={cores}: the launch has one core "
+                                                "(launch the kernel as kernel[2] for LNC=2)")
+            return
+        if any(c >= self.lnc for c in cores) or sim.core.index not in cores:
+            raise err_core_barrier_mismatch(f"{what} with cores={cores} on core {sim.core.index} of {self.lnc}")
+        key = ("barrier", cores)
+        me = sim.instance
+        with self._baton.cond:
+            arrived = self._barriers.setdefault(key, [])
+            arrived.append(sim)
+            if {s.core.index for s in arrived} >= set(cores):
+                for s in arrived:
+                    self._waiting.pop(s.instance, None)
+                del self._barriers[key]
+                t = max(self.cores[c].timeline.now() for c in cores)
+                for c in cores:        # every participating core waits for the latest arrival
+                    self.cores[c].timeline.advance_all(t)
+            else:
+                self._waiting[me] = key
+                self._yield_to_next(me)
+                self._wait_turn(me, what)
+
+    def send(self, sim: NeuronCoreSim, key: tuple, payload: Any) -> None:
+        """Post ``payload`` to mailbox ``key`` (sendrecv / collectives); wakes its receiver."""
+        with self._baton.cond:
+            self._mail.setdefault(key, []).append(payload)
+            for w, k in list(self._waiting.items()):
+                if k == ("mail", key):
+                    self._waiting.pop(w)
+
+    def recv(self, sim: NeuronCoreSim, key: tuple, what: str) -> Any:
+        """Take the first payload of mailbox ``key``, letting the other programs run until it arrives.
+
+        Raises:
+            err_core_barrier_mismatch: nothing is ever sent (deadlock).
+        """
+        me = sim.instance
+        with self._baton.cond:
+            while not self._mail.get(key):
+                if self.lnc == 1 and len(self._order) <= 1:
+                    raise err_core_barrier_mismatch(f"{what}: nothing was sent to this core (one-core launch)")
+                self._waiting[me] = ("mail", key)
+                self._yield_to_next(me)
+                self._wait_turn(me, what)
+            return self._mail[key].pop(0)
+
+    # ---- running ---------------------------------------------------------------------------------------
+    def run(self, fn: Callable, make_args: Callable[[NeuronCoreSim], tuple]) -> Any:
+        """Run ``fn`` for every program instance; return the first instance's return value."""
+        grid = self.grid
+        points = list(itertools.product(*[range(int(g)) for g in grid])) if grid else [(0,)]
+        nc_axes = [i for i, g in enumerate(grid) if nc_axis(g)]
+        sims = []
+        for n, pt in enumerate(points):
+            if self.lnc > 1:
+                core_idx = (pt[nc_axes[0]] if nc_axes else n) % self.lnc
+            else:
+                core_idx = 0
+            sims.append(NeuronCoreSim(self.platform, self, self.cores[core_idx], tuple(pt), n))
+        self.sims = sims
+        if self.lnc == 1:
+            first = None
+            for sim in sims:
+                with sim.activate():
+                    args, kwargs = make_args(sim)
+                    ret = fn(*args, **kwargs)
+                if sim.instance == 0:
+                    first = ret
+            return first
+        return self._run_threads(fn, make_args, sims)
+
+    def _run_threads(self, fn: Callable, make_args: Callable, sims: list) -> Any:
+        results: dict[int, Any] = {}
+        errors: dict[int, BaseException] = {}
+        self._order = [s.instance for s in sims]
+        cond = self._baton.cond
+
+        def body(sim: NeuronCoreSim) -> None:
+            me = sim.instance
+            try:
+                with cond:
+                    self._wait_turn(me, "program start")
+                with sim.activate():
+                    args, kwargs = make_args(sim)
+                    results[me] = fn(*args, **kwargs)
+            except _Aborted:
+                pass
+            except BaseException as e:     # noqa: BLE001 -- re-raised in the launching thread
+                errors[me] = e
+            finally:
+                with cond:
+                    self._done.add(me)
+                    if errors:             # stop the others: fail fast
+                        self._aborted = True
+                        cond.notify_all()
+                    else:
+                        self._yield_to_next(me)
+        threads = [threading.Thread(target=body, args=(s,), name=f"nki-program-{s.instance}", daemon=True)
+                   for s in sims]
+        with cond:
+            self._baton.owner = sims[0].instance
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        if errors:
+            raise errors[min(errors)]
+        return results.get(0)
+
+
+class _Aborted(BaseException):
+    """Unwinds the other programs of a launch after one of them failed."""
+
+
+def _flatten_outputs(ret: Any) -> list:
     if ret is None:
         return []
     if isinstance(ret, (tuple, list)):
@@ -336,7 +733,7 @@ def _flatten_outputs(ret):
     return [ret]
 
 
-def _rebuild(ret, conv):
+def _rebuild(ret: Any, conv: Callable) -> Any:
     if isinstance(ret, tuple):
         return tuple(_rebuild(r, conv) for r in ret)
     if isinstance(ret, list):
@@ -346,31 +743,37 @@ def _rebuild(ret, conv):
     return conv(ret)
 
 
-def run_kernel(fn, args, kwargs, grid=(), platform=None):
-    """Run kernel function ``fn`` on a fresh simulated NeuronCore.
+def run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple = (), platform: Any = None,
+               *, frontend: str = "legacy", keep: bool | None = None, lnc: int = 1,
+               params_writable: bool = False) -> tuple[Any, Launch]:
+    """Run kernel function ``fn`` on fresh simulated NeuronCores.
 
     Args:
         fn: the kernel's Python function.
         args, kwargs: NumPy arrays become immutable HBM input tensors (parameters annotated
-            ``nt.mutable_tensor``: writable, and written back into the caller's array after the run;
+            ``nt.mutable_tensor``: writable, written back into the caller's array after the run;
             returning one returns the caller's array); other values pass through.
-        grid: SPMD launch grid, e.g. ``(2, 3)``; every program instance runs in turn.
-        platform: "trn1" | "trn2" | "trn3" | "inf2", a runtime ``Platform`` row, or None for the
-            default platform (see :mod:`.platforms`).
+        grid: launch grid, e.g. ``(2, 3)``; ``nl.nc`` axes run on separate cores.
+        platform: "trn1" | "trn2" | "trn3" | "inf2", a runtime ``Platform`` row, or None.
+        frontend: "legacy" or "current": the rules of AWS's front end the kernel is written for.
+        keep: fp32 storage (None: the :mod:`.dtypes` switch, default precise).
+        lnc: cores of the logical NeuronCore (1 or 2).
+        params_writable: every array parameter is writable and written back (``nki.trace`` kernels,
+            ``kernel_return=False``); the kernel may then return nothing.
 
     Returns:
-        ``(outputs, sim)`` where outputs mirror the kernel's return value with NumPy arrays.
+        ``(outputs, launch)``: outputs mirror the kernel's return value with NumPy arrays.
 
-    Raises ``err_tensor_output_not_written_to`` when a returned tensor was never written or the kernel
-    returns nothing.
+    Raises:
+        err_tensor_output_not_written_to: a returned tensor was never written, or nothing returned.
     """
     with _one_blas_thread():
-        return _run_kernel(fn, args, kwargs, grid, platform)
+        return _run_kernel(fn, args, kwargs, grid, platform, frontend, keep, lnc, params_writable)
 
 
-def _one_blas_thread():
-    """Tile matmuls are small (<= 128x128x512): multi-threaded BLAS only adds overhead (~6x slower
-    on 2 cores), so limit BLAS to one thread while a kernel runs when threadpoolctl is available."""
+def _one_blas_thread() -> Any:
+    """Tile matmuls are small (<= 128x128x512): multi-threaded BLAS only adds overhead (~6x slower on
+    2 cores), so limit BLAS to one thread while a kernel runs when threadpoolctl is available."""
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         try:
@@ -387,63 +790,61 @@ def _one_blas_thread():
 _BLAS_CONTROLLER: Any = None  # None: not looked up yet; False: no threadpoolctl; else its controller
 
 
-def _run_kernel(fn, args, kwargs, grid, platform):
-    sim = NeuronCoreSim(platform)
-    grid = tuple(int(g) for g in grid) if grid else ()
+def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, platform: Any, frontend: str,
+                keep: bool | None, lnc: int, params_writable: bool) -> tuple[Any, Launch]:
+    keep_mode = dtypes.get_keep_fp32(False) if keep is None else keep
+    launch = Launch(platform, tuple(grid), keep_mode, frontend, lnc)
     params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}
     names = list(params)
-    mutable_names = {n for n, p in params.items() if is_mutable_annotation(p.annotation)}
-    mutables = []          # (simulator tensor, caller's array): written back after the run
+    mutable_names = {n for n, p in params.items() if params_writable or is_mutable_annotation(p.annotation)}
+    inputs: dict[int, NkiTensor] = {}
+    mutables: list = []          # (simulator tensor, caller's array): written back after the run
 
-    def convert(a, nm):
-        if not isinstance(a, np.ndarray):
-            return a
-        t = sim.input_tensor(a, nm, mutable=nm in mutable_names)
-        if nm in mutable_names:
-            mutables.append((t, a))
-        return t
+    def make_args(sim: NeuronCoreSim) -> tuple:
+        def convert(a: Any, nm: str, key: int) -> Any:
+            if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):
+                return type(a)(convert(x, f"{nm}[{i}]", key * 1000 + i + 1) for i, x in enumerate(a))
+            if not isinstance(a, np.ndarray):
+                return a
+            if key not in inputs:
+                with sim.activate():
+                    t = sim.input_tensor(a, nm, mutable=params_writable or nm.split("[")[0] in mutable_names)
+                inputs[key] = t
+                if params_writable or nm.split("[")[0] in mutable_names:
+                    mutables.append((t, a))
+            return inputs[key]
+        ca = [convert(a, names[i] if i < len(names) else f"arg{i}", i) for i, a in enumerate(args)]
+        ck = {k: convert(v, k, 10_000 + j) for j, (k, v) in enumerate(kwargs.items())}
+        return ca, ck
 
-    with sim.activate():
-        conv_args = [convert(a, names[i] if i < len(names) else f"arg{i}") for i, a in enumerate(args)]
-        conv_kwargs = {k: convert(v, k) for k, v in kwargs.items()}
-        sim.grid = grid
-        first_ret = None
-        points = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
-        for n, pt in enumerate(points):
-            sim.program = pt if grid else (0,)
-            sim.instance = n
-            sim.shared_idx = 0
-            ret = fn(*conv_args, **conv_kwargs)
-            if n == 0:
-                first_ret = ret
-        outs = _flatten_outputs(first_ret)
-        if not outs:
-            raise err_tensor_output_not_written_to(f"kernel '{getattr(fn, '__name__', fn)}' returned "
-                                                   "no output tensor")
-        for o in outs:
-            if is_tile(o):
-                t = o.tensor
-                if t.buffer.kind in ON_CHIP:
-                    raise err_unsupported_memory(f"kernel output {t.describe()} must be an HBM tensor "
-                                                 "(nl.ndarray(..., buffer=nl.shared_hbm))")
-                if not t.root.written:
-                    raise err_tensor_output_not_written_to(f"output {t.describe()} was never written")
+    first_ret = launch.run(fn, make_args)
+    outs = _flatten_outputs(first_ret)
+    fname = getattr(fn, "__name__", fn)
+    if not outs and not params_writable:
+        raise err_tensor_output_not_written_to(f"kernel '{fname}' returned no output tensor")
+    for o in outs:
+        if is_tile(o):
+            if o.buffer.kind in ON_CHIP:
+                raise err_unsupported_memory(f"kernel output {o.describe()} must be an HBM tensor "
+                                             "(nl.ndarray(..., buffer=nl.shared_hbm))")
+            if not o.storage.written:
+                raise err_tensor_output_not_written_to(f"output {o.describe()} was never written")
+    for t, arr in mutables:            # in-place update of the caller's array (nt.mutable_tensor)
+        np.copyto(arr, dtypes.output_array(t.storage.data, t.dtype, launch.keep).reshape(arr.shape),
+                  casting="unsafe")
+    mutable_arrays = {id(t.storage): arr for t, arr in mutables}
 
-        for t, arr in mutables:            # in-place update of the caller's array (nt.mutable_tensor)
-            if t.written:
-                np.copyto(arr, dtypes.output_array(t.data, t.dtype), casting="unsafe")
-        mutable_arrays = {id(t): arr for t, arr in mutables}
+    def conv(o: Any) -> Any:
+        if is_tile(o):
+            if id(o.storage) in mutable_arrays and o.shape == o.storage.shape and o.offset == 0:
+                return mutable_arrays[id(o.storage)]
+            acc = o.access()
+            vals = np.array(acc.get(acc.storage.flat(acc.dtype)), copy=True)
+            return dtypes.output_array(vals, o.dtype, launch.keep)
+        return o
+    return _rebuild(first_ret, conv), launch
 
-        def conv(o):
-            if is_tile(o):
-                v = as_view(o)
-                if id(v.tensor) in mutable_arrays and isinstance(o, NkiTensor):
-                    return mutable_arrays[id(v.tensor)]
-                return dtypes.output_array(np.asarray(v.tensor.data[tuple(v.comps)]), v.tensor.dtype)
-            return o
-        result = _rebuild(first_ret, conv)
-    return result, sim

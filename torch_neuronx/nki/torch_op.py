@@ -61,8 +61,9 @@ from torch.utils import _pytree as pytree
 
 from .. import _C
 from ..estimate import active as _estimate
+from . import dtypes
 from .benchmark import BenchmarkResult
-from .frontend_legacy import Kernel, register_framework_adapter
+from .launch import Kernel, register_framework_adapter
 from .simulator import run_kernel
 
 __all__ = ["nki_op", "wrap_nki", "CompiledKernel", "NkiOpInfo", "NKI_OPS", "kernel_cache",
@@ -226,7 +227,7 @@ def _map_tensors(x, fn):
 
 
 def _run_with_torch(kernel: Kernel, args, kwargs):
-    """Adapter registered with :func:`.frontend_legacy.register_framework_adapter`."""
+    """Adapter registered with :func:`.launch.register_framework_adapter`."""
     tensors = _tensors_in(args, kwargs)
     if not tensors:
         return NotImplemented
@@ -253,8 +254,9 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     with _CACHE_LOCK:
         entry = _CACHE.get(key)
     t0 = time.perf_counter()
-    out, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, kernel.platform)
-    kernel.last_run = sim
+    out = kernel.run(np_args, np_kwargs, keep=dtypes.get_keep_fp32(False))   # the hardware rounds
+    sim = kernel.last_run
+    assert sim is not None, "a kernel that ran has a last_run"
     flat = pytree.tree_leaves(out)
     specs = _output_specs(flat, [a for _, a in flat_inputs])
     if entry is None or entry.instructions == 0:
@@ -302,11 +304,10 @@ def _infer_outputs(kernel: Kernel, args, kwargs, tensors):
             return arr
         np_args = [_map_tensors(a, to_np) for a in args]
         np_kwargs = {k: _map_tensors(v, to_np) for k, v in kwargs.items()}
-        estimating = _estimate.current is not None
-        platform = _estimate.current.platform if estimating else kernel.platform
-        out, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, platform)
-        if estimating:                            # the one simulation also prices the launch
-            _remember_cost(kernel, args, kwargs, BenchmarkResult(sim, kernel.__name__))
+        out = kernel.run(np_args, np_kwargs, keep=dtypes.get_keep_fp32(False))
+        if _estimate.current is not None and kernel.last_run is not None:
+            # the one simulation also prices the launch when it ran on the estimate's platform
+            _remember_cost(kernel, args, kwargs, BenchmarkResult(kernel.last_run, kernel.__name__))
         specs = _output_specs(pytree.tree_leaves(out), [a for _, a in flat_inputs])
         entry = CompiledKernel(key=key, name=kernel.__name__, outputs=specs)
         with _CACHE_LOCK:
@@ -359,7 +360,8 @@ def _report_to_estimate(kernel: Kernel, args, kwargs, outputs, ran: BenchmarkRes
     if result is None:
         np_args = [_map_tensors(a, _placeholder) for a in args]
         np_kwargs = {k: _map_tensors(v, _placeholder) for k, v in kwargs.items()}
-        _, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, session.platform)
+        _, sim = run_kernel(kernel.fn, np_args, np_kwargs, kernel.grid, session.platform,
+                            frontend=kernel.frontend, lnc=kernel.lnc(session.platform))
         result = BenchmarkResult(sim, kernel.__name__)
         _remember_cost(kernel, args, kwargs, result)
     busy = {engine: e["busy_us"] * 1e-6 for engine, e in result.engines.items()}

@@ -1,28 +1,62 @@
-"""``nki.typing`` (legacy ``neuronxcc.nki.typing``): parameter annotations of kernel arguments.
+"""``nki.typing`` (legacy ``neuronxcc.nki.typing``; also served as the current front end's
+``nki.typing``): annotations of kernel parameters and variables.
 
-``nt.tensor`` marks an ordinary (read-only) input; ``nt.mutable_tensor`` marks an input the kernel may
-write in place (AWS: "kernel inputs are immutable unless annotated ``nt.mutable_tensor``", used for
-``nki_op(..., mutates_args=...)`` such as KV-cache updates). The simulator creates a mutable input as a
-writable HBM tensor and, after the kernel returns, writes its final values back into the caller's
-array (NumPy in, so a zero-copy view of a ``neuron`` tensor is updated in place). Returning a mutable
-input from the kernel returns the caller's own array object.
+* ``nt.tensor`` marks an ordinary (read-only) kernel input; ``nt.tensor[128, 512]`` (a shape) and
+  ``nt.tensor[nl.float32, (128, 512)]`` are accepted as annotations.
+* ``nt.mutable_tensor`` marks an input the kernel may write in place (AWS's errors page,
+  ``err_cannot_update_immutable_parameter``: "kernel inputs are immutable unless annotated
+  nt.mutable_tensor"). The simulator creates a mutable input as a writable HBM tensor and, after the
+  kernel returns, writes its final values back into the caller's array.
+* ``nt.scalar`` marks a scalar parameter; ``nt.mutable`` is ``mutable_tensor``'s generic alias.
+
+Python does not evaluate annotations of local variables (``c: tensor[128, 512] = ...``), so their
+shapes are not checked (AWS's ``err_annotation_shape_mismatch`` is a rule of its parser).
 """
 from __future__ import annotations
 
-__all__ = ["tensor", "mutable_tensor", "is_mutable_annotation"]
+from typing import Any
+
+__all__ = ["tensor", "mutable_tensor", "scalar", "mutable", "is_mutable_annotation"]
+
+
+class _Annotated:
+    """``tensor[...]``: the annotation with its subscript kept (``.args``)."""
+
+    def __init__(self, base: type, args: Any):
+        self.base = base
+        self.args = args
+
+    def __repr__(self) -> str:
+        return f"{self.base.__name__}[{self.args!r}]"
 
 
 class tensor:
-    """Annotation: a kernel input tensor in HBM (read-only)."""
+    """Annotation: a kernel input tensor in HBM (read-only). Subscriptable: ``tensor[128, 512]``."""
+
+    def __class_getitem__(cls, item: Any) -> _Annotated:
+        return _Annotated(cls, item)
 
 
 class mutable_tensor(tensor):
     """Annotation: a kernel input tensor in HBM that the kernel may write in place."""
 
 
-def is_mutable_annotation(annotation) -> bool:
-    """True for ``nt.mutable_tensor`` (the class, or a string annotation naming it, as with
-    ``from __future__ import annotations``)."""
+class scalar:
+    """Annotation: a scalar (Python number) kernel parameter."""
+
+    def __class_getitem__(cls, item: Any) -> _Annotated:
+        return _Annotated(cls, item)
+
+
+mutable = mutable_tensor
+
+
+def is_mutable_annotation(annotation: Any) -> bool:
+    """True for ``nt.mutable_tensor`` (the class, ``mutable_tensor[...]``, or a string annotation
+    naming it, as with ``from __future__ import annotations``)."""
     if isinstance(annotation, str):
-        return annotation.rsplit(".", 1)[-1] == "mutable_tensor"
+        head = annotation.split("[", 1)[0]
+        return head.rsplit(".", 1)[-1] in ("mutable_tensor", "mutable")
+    if isinstance(annotation, _Annotated):
+        annotation = annotation.base
     return isinstance(annotation, type) and issubclass(annotation, mutable_tensor)

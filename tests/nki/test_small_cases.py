@@ -1,0 +1,244 @@
+"""Small kernels of the kinds that public NKI kernels are written in, each checked against NumPy (or
+against the error AWS's compiler gives): destination-passing calls of the current front end, calls
+that must not swallow an argument, access patterns, size-1 axes kept by integer indexing, masked
+``bn_stats``, and patterns AWS's compiler legalizes (never rejected here).
+
+Kernels and inputs are ours; each mirrors one pattern of AWS's published kernels.
+"""
+import numpy as np
+import pytest
+
+import torch_neuronx.nki.current.isa as nisa
+import torch_neuronx.nki.current.language as nl
+import torch_neuronx.nki.isa as lisa
+import torch_neuronx.nki.language as lnl
+from torch_neuronx import nki as legacy
+from torch_neuronx.nki import current as nki
+from torch_neuronx.nki import errors as E
+
+F32 = np.float32
+RNG = np.random.default_rng(7)
+
+
+def _rand(*shape):
+    return RNG.standard_normal(shape).astype(F32)
+
+
+# --- destinations are written, never dropped ---------------------------------------------------------
+def test_tensor_copy_writes_its_dst_2x2():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=c, src=t)
+        nisa.dma_copy(dst=o, src=c)
+        return o
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], F32)
+    np.testing.assert_array_equal(k(a), a)
+
+
+def test_tensor_tensor_writes_its_dst_128x512():
+    @nki.jit
+    def k(a, b):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        nisa.dma_copy(dst=y, src=b)
+        s = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=s, data1=x, data2=y, op=nl.add)
+        nisa.dma_copy(dst=o, src=s)
+        return o
+    a, b = _rand(128, 512), _rand(128, 512)
+    np.testing.assert_array_equal(k(a, b), a + b)
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_nc_matmul_writes_its_psum_dst(positional):
+    @nki.jit
+    def k(a, b):
+        o = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        st = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)      # [K=128, M=64]
+        mv = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)      # [K=128, N=256]
+        nisa.dma_copy(dst=st, src=a)
+        nisa.dma_copy(dst=mv, src=b)
+        ps = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.psum)
+        if positional:
+            nisa.nc_matmul(ps, st, mv)
+        else:
+            nisa.nc_matmul(dst=ps, stationary=st, moving=mv)
+        r = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=ps)
+        nisa.dma_copy(dst=o, src=r)
+        return o
+    a, b = _rand(128, 64), _rand(128, 256)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_memset_by_keyword():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=2.5)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    np.testing.assert_array_equal(k(np.zeros((16, 8), F32)), np.full((16, 8), 2.5, F32))
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, c: nisa.tensor_copy(dst=c, src=t, bogus=1),
+    lambda t, c: nisa.tensor_tensor(dst=c, data1=t, data2=t, op=nl.add, out=c),
+    lambda t, c: nisa.activation(dst=c, op=nl.exp, data=t, dtype=nl.float32),
+    lambda t, c: lisa.tensor_copy(t, dst=c),
+    lambda t, c: lnl.exp(t, out=c),
+])
+def test_an_unknown_keyword_is_a_type_error(call):
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        call(t, c)
+        nisa.dma_copy(dst=o, src=c)
+        return o
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        k(np.zeros((4, 4), F32))
+
+
+def test_jit_rejects_an_unknown_option():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+        nki.jit(lambda a: a, no_such_option=1)
+
+
+# --- access patterns (.ap) ----------------------------------------------------------------------------
+def test_access_pattern_reads_every_other_column():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 256), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 256), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap([[512, 128], [2, 256]], offset=1))    # odd columns of a [128, 512]
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    a = _rand(128, 512)
+    np.testing.assert_array_equal(k(a), a[:, 1::2])
+
+
+# --- integer index on a free axis keeps a size-1 axis ------------------------------------------------
+def test_integer_index_on_free_axis_keeps_size_one_axis_as_bias():
+    @legacy.jit
+    def k(a, b):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        x = lnl.load(a)
+        buf = lnl.load(b)                                   # [128, 4]
+        col = buf[:, 2]                                     # [128, 1], as on NKI
+        assert tuple(col.shape) == (128, 1)
+        lnl.store(o, value=lisa.activation(lnl.exp, x, bias=col))
+        return o
+    a, b = _rand(128, 64), _rand(128, 4)
+    np.testing.assert_allclose(k(a, b), np.exp(a + b[:, 2:3]), rtol=1e-5)
+
+
+# --- bn_stats with a mask in the input's index space -------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 8), (128, 512)])
+def test_bn_stats_with_a_mask_in_input_index_space(shape):
+    p, f = shape
+
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray((p, 2), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ip = lnl.arange(p)[:, None]
+        jf = lnl.arange(f)[None, :]
+        x = lnl.load(a[ip, jf], mask=(ip < p))
+        stats = lisa.bn_stats(x[ip, jf], mask=(ip < p))
+        mv = lisa.bn_aggr(stats)
+        lnl.store(o, value=mv)
+        return o
+    a = _rand(p, f)
+    got = k(a)
+    np.testing.assert_allclose(got[:, 0], a.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 1], a.var(axis=1), rtol=1e-4, atol=1e-6)
+
+
+# --- patterns AWS's compiler legalizes ----------------------------------------------------------------
+def test_matmul_with_a_psum_operand():
+    @legacy.jit
+    def k(a, b, c):
+        o = lnl.ndarray((128, 128), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ab = lnl.matmul(lnl.load(a), lnl.load(b), transpose_x=True)       # PSUM [128, 128]
+        lnl.store(o, value=lnl.matmul(ab, lnl.load(c), transpose_x=True))  # PSUM operand
+        return o
+    a, b, c = _rand(128, 128), _rand(128, 128), _rand(128, 128)
+    np.testing.assert_allclose(k(a, b, c), (a.T @ b).T @ c, rtol=1e-4, atol=1e-3)
+
+
+def test_nl_add_broadcasts_one_partition():
+    @legacy.jit
+    def k(a, b):
+        o = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.add(lnl.load(a), lnl.load(b)))   # [1, 64] + [128, 64]
+        return o
+    a, b = _rand(1, 64), _rand(128, 64)
+    np.testing.assert_array_equal(k(a, b), a + b)
+
+
+def test_python_operator_does_not_broadcast_partitions():
+    # AWS's known-issues page: tile operators need equal partition counts; nl.add broadcasts.
+    @legacy.jit
+    def k(a, b):
+        o = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(a) + lnl.load(b))
+        return o
+    with pytest.raises(E.err_num_partition_mismatch):
+        k(_rand(1, 64), _rand(128, 64))
+
+
+def test_pooling_reduction_over_axes_2_and_4_of_an_access_pattern():
+    # 2x2 average pooling as AWS's 2D-pooling example writes it: reduce axes [2, 4] of a 5-D view.
+    @legacy.jit
+    def k(a):
+        c, h, w = a.shape
+        o = lnl.ndarray((c, h // 2, w // 2), dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        i0, i1, i2, i3, i4 = lnl.mgrid[0:c, 0:h // 2, 0:2, 0:w // 2, 0:2]
+        s = lnl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4])
+        lnl.store(o, value=lnl.multiply(s, 0.25))
+        return o
+    a = _rand(16, 8, 12)
+    want = a.reshape(16, 4, 2, 6, 2).mean(axis=(2, 4))
+    np.testing.assert_allclose(k(a), want, rtol=1e-5, atol=1e-6)
+
+
+def test_affine_select_with_a_psum_on_true_tile():
+    # causal mask of a score tile still in PSUM (AWS's legacy flash attention does this)
+    @legacy.jit
+    def k(q, kt):
+        o = lnl.ndarray((128, 128), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        s = lnl.matmul(lnl.load(q), lnl.load(kt), transpose_x=True)       # PSUM [128, 128]
+        i, j = lnl.mgrid[0:128, 0:128]
+        m = lisa.affine_select(pred=(i - j >= 0), on_true_tile=s[i, j], on_false_value=-1e4,
+                               dtype=lnl.float32)
+        lnl.store(o, value=m)
+        return o
+    q, kt = _rand(128, 128), _rand(128, 128)
+    s = q.T @ kt
+    want = np.where(np.tril(np.ones((128, 128), bool)), s, np.float32(-1e4))
+    np.testing.assert_allclose(k(q, kt), want, rtol=1e-4, atol=1e-3)
+
+
+def test_accumulating_matmuls_into_an_uninitialised_psum_tile():
+    # `acc = nl.ndarray(..., psum)` then `acc += nisa.nc_matmul(...)`: the first matmul of the
+    # accumulation group starts from zero (AWS's attention tutorial, versions 8a-11, does this)
+    @legacy.jit
+    def k(a, b):
+        o = lnl.ndarray((128, 256), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        acc = lnl.ndarray((128, 256), dtype=lnl.float32, buffer=lnl.psum)
+        for i in lnl.affine_range(4):
+            acc[...] += lisa.nc_matmul(lnl.load(a[i * 128:(i + 1) * 128, :]), lnl.load(b[i * 128:(i + 1) * 128, :]))
+        lnl.store(o, value=lnl.copy(acc))
+        return o
+    a, b = _rand(512, 128), _rand(512, 256)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-3)

@@ -1,0 +1,35 @@
+"""The current NKI front end: AWS's ``nki`` package (NKI 0.6, Neuron SDK 2.32), served as ``import nki``.
+
+``nki.isa`` instructions take their destination first (``nisa.nc_matmul(dst, stationary, moving)``)
+and map one-to-one onto the instruction layer (:mod:`torch_neuronx.nki.instructions`) that the legacy
+front end (``neuronxcc.nki`` = :mod:`torch_neuronx.nki`) shares. Modules: :mod:`.language`
+(``nki.language``), :mod:`.isa` (``nki.isa``), :mod:`.collectives` (``nki.collectives``); ``nki.compiler``
+and ``nki.typing`` are the shared :mod:`torch_neuronx.nki.compiler` / :mod:`torch_neuronx.nki.typing`.
+
+Use it without AWS's package through the import hook (``torch_neuronx.nki.install_import_hook()``), or
+directly::
+
+    from torch_neuronx.nki import current as nki
+    import torch_neuronx.nki.current.language as nl
+    import torch_neuronx.nki.current.isa as nisa
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import compiler, typing
+from ..benchmark import benchmark, profile
+from ..launch import baremetal, jit_current as jit, simulate
+from ..typing import tensor
+from . import collectives, isa, language
+
+__all__ = ["jit", "simulate", "benchmark", "baremetal", "profile", "language", "isa", "collectives", "compiler",
+           "typing", "tensor", "dtype"]
+
+
+class dtype:
+    """``nki.dtype``: the type of NKI data types, for annotations (``dtype: nki.dtype = nl.bfloat16``);
+    the values are the ``nl`` dtypes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("nki.dtype is an annotation; use the nl dtypes (nl.float32, nl.bfloat16, ...)")
