@@ -19,6 +19,10 @@ at::Tensor cpu_alias(const at::Tensor& t);
 // A neuron tensor with the same metadata as `cpu_view` on `neuron_storage`.
 at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage);
 
+// Raises a clear error if `storage` reports bytes but has no memory (the
+// storage of a ZeroTensor); `what` names it in the message.
+void check_has_memory(const c10::StorageImpl& storage, const char* what);
+
 // Turns a CPU result into neuron memory on `device`: zero-copy when its bytes
 // were allocated through the accounting allocator (inside RouteAllocationsTo),
 // otherwise copied into freshly accounted memory.

@@ -154,6 +154,7 @@ class Call {
           osi->set_nbytes(nbytes);
         } else if (asi->data() != osi->data()) {
           const size_t nbytes = asi->nbytes();
+          check_has_memory(*asi, "an in-place or out= result");
           c10::DataPtr fresh = allocate_accounted(nbytes, device, target);
           if (nbytes > 0) {
             std::memcpy(fresh.get(), asi->data(), nbytes);
@@ -310,21 +311,24 @@ void neuron_fallback(
   }
 }
 
-// Sparse and nested layouts: NeuronCores have none, and the dispatcher's own
-// message ("Could not run ... 'Sparseneuron' backend ... Facebook employee")
-// does not say so.
+// Sparse, nested and quantized tensors: NeuronCores have none, and the
+// dispatcher's own message ("Could not run ... 'Sparseneuron' backend ...
+// Facebook employee") does not say so.
 void unsupported_layout(
     const c10::OperatorHandle& op,
     c10::DispatchKeySet keys,
     torch::jit::Stack* /*stack*/) {
   const auto& n = op.operator_name();
+  const char* kind = keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested"
+      : keys.has(c10::DispatchKey::QuantizedPrivateUse1)                 ? "quantized"
+                                                                         : "sparse";
   TORCH_CHECK_NOT_IMPLEMENTED(
       false,
       "neuron supports only dense (strided) tensors: ", n.name,
-      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ",
-      keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested" : "sparse",
-      " tensor on neuron. NeuronCores have no sparse or nested tensor support: keep such tensors on "
-      "the CPU, or convert them (.to_dense(), .to_padded_tensor()) before moving to neuron.");
+      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ", kind,
+      " tensor on neuron. NeuronCores have no sparse, nested or quantized tensor support: keep "
+      "such tensors on the CPU, or convert them (.to_dense(), .to_padded_tensor(), .dequantize()) "
+      "before moving to neuron.");
 }
 
 // Registers the boxed fallback as the PrivateUse1 kernel of the ops that
@@ -367,6 +371,9 @@ TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 

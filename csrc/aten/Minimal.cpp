@@ -12,6 +12,7 @@
 #include <ATen/Functions.h>
 #include <ATen/ops/mul.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -87,6 +88,31 @@ at::Tensor empty_strided(
       neuron_allocator(),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::dtype_or_default(dtype));
+}
+
+// A ZeroTensor: sizes and dtype without memory (a null data pointer), which
+// PyTorch's backward formulas return for gradients known to be zero (e.g.
+// sgn of a real tensor) and forward AD uses for zero tangents. The ZeroTensor
+// dispatch key's own fallback materializes zeros on the device when an op
+// needs data. Same construction as CUDA's _efficientzerotensor_cuda; without
+// it the boxed fallback would return the CPU ZeroTensor's null memory.
+at::Tensor efficientzerotensor(
+    c10::IntArrayRef size,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TRACK("aten::_efficientzerotensor");
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  at::native::ZeroTensorAllocator allocator(c10::Device(kNeuron, index));
+  return at::detail::empty_generic(
+      size,
+      &allocator,
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) |
+          c10::DispatchKeySet(c10::DispatchKey::ZeroTensor),
+      c10::dtype_or_default(dtype),
+      std::nullopt);
 }
 
 at::Tensor as_strided(
@@ -332,6 +358,7 @@ void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("_efficientzerotensor", efficientzerotensor);
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
