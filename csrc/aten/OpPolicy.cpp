@@ -62,6 +62,12 @@ const OpNameTable& ops_needing_cpu_kernel() {
       "aten::_stack",
       "aten::all",
       "aten::any",
+      // The composite is a 0-dim out tensor + the out= kernel, and the CPU
+      // out= kernel computes the element-wise loss into `out` before reducing
+      // it: resizing [] to the input's shape prints PyTorch's "An output with
+      // one or more elements was resized" deprecation warning (CPU does not).
+      "aten::mse_loss",
+      "aten::smooth_l1_loss",
   };
   return table;
 }
