@@ -62,7 +62,34 @@ at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
 }
 
 at::Tensor cpu_alias(const at::Tensor& t) {
+  TORCH_CHECK(
+      t.device().type() == kNeuron,
+      "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
+      " where a neuron tensor was expected. Move it to the NeuronCore with .to('neuron') (or the "
+      "neuron tensors to the CPU with .cpu()).");
   return cpu_alias(t, cpu_alias_storage(t.storage()));
+}
+
+void check_operand_device(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op) {
+  if (t.device().type() == kNeuron && t.device().index() == device) {
+    return;
+  }
+  TORCH_CHECK(
+      false,
+      "Expected all tensors to be on the same device, but found at least two devices, neuron:",
+      static_cast<int>(device), " and ", t.device(), "! (when checking argument for argument '",
+      argument, "' in ", op, "). ",
+      t.device().type() == kNeuron
+          ? "Each logical NeuronCore has its own HBM: move one operand with .to(other.device) first."
+          : "Move the tensor to the NeuronCore with .to('neuron') (for a module: model.to('neuron')), "
+            "or the neuron tensors to the CPU with .cpu().");
+}
+
+at::Tensor operand_alias(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op) {
+  check_operand_device(t, device, argument, op);
+  return cpu_alias(t);
 }
 
 at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage) {

@@ -80,7 +80,11 @@ class Call {
       return a;
     }
     if (type == c10::kCPU) {
-      if (t.dim() == 0 || accepts_cpu_indices(op_.operator_name())) {
+      // 0-dim CPU tensors are scalars on every device; CPU index tensors are
+      // accepted where CUDA accepts them (only the `indices` argument: a CPU
+      // `self` or `values` is wrong placement).
+      if (t.dim() == 0 ||
+          (arg.name() == "indices" && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
@@ -95,6 +99,12 @@ class Call {
   }
 
   void check_mixed() const {
+    // CUDA's message when the indexed tensor is on the CPU and an index is not.
+    TORCH_CHECK(
+        !(mixed_argument_ == "self" && accepts_cpu_indices(op_.operator_name())),
+        "indices should be either on cpu or on the same device as the indexed tensor (cpu) (in ",
+        name(), "). Move the indexed tensor to the NeuronCore with .to('neuron'), or the "
+        "indices to the CPU with .cpu().");
     if (!mixed_argument_.empty()) {
       TORCH_CHECK(
           false,

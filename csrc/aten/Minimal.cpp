@@ -271,17 +271,24 @@ at::Tensor convolution_overrideable(
     c10::IntArrayRef output_padding,
     int64_t groups) {
   TRACK("aten::convolution_overrideable");
-  const c10::DeviceIndex device = check_device(input.device().index());
+  // at::_convolution sends any tensor set with a neuron tensor here without
+  // checking devices: every operand is checked (a CPU weight is an error, as
+  // on CUDA, not a CPU computation labelled neuron).
+  static const char kOp[] = "aten::convolution_overrideable";
+  const c10::DeviceIndex device =
+      check_device((input.device().type() == kNeuron ? input : weight).device().index());
+  const at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
+  const at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
   std::optional<at::Tensor> bias_cpu;
   if (bias.has_value() && bias->defined()) {
-    bias_cpu = cpu_alias(*bias);
+    bias_cpu = operand_alias(*bias, device, "bias", kOp);
   }
   at::Tensor out;
   {
     RouteAllocationsTo route(device);
     out = at::convolution(
-        cpu_alias(input), cpu_alias(weight), bias_cpu, stride, padding, dilation, transposed,
-        output_padding, groups);
+        input_cpu, weight_cpu, bias_cpu, stride, padding, dilation, transposed, output_padding,
+        groups);
   }
   return to_neuron_result(out, device);
 }
@@ -298,15 +305,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     int64_t groups,
     std::array<bool, 3> output_mask) {
   TRACK("aten::convolution_backward_overrideable");
-  const c10::DeviceIndex device = check_device(input.device().index());
+  static const char kOp[] = "aten::convolution_backward_overrideable";
+  const c10::DeviceIndex device =
+      check_device((input.device().type() == kNeuron ? input : weight).device().index());
+  const at::Tensor grad_output_cpu = operand_alias(grad_output, device, "grad_output", kOp);
+  const at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
+  const at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   std::vector<int64_t> bias_sizes{out_channels};
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     RouteAllocationsTo route(device);
     grads = at::convolution_backward(
-        cpu_alias(grad_output), cpu_alias(input), cpu_alias(weight), bias_sizes, stride, padding,
-        dilation, transposed, output_padding, groups, output_mask);
+        grad_output_cpu, input_cpu, weight_cpu, bias_sizes, stride, padding, dilation, transposed,
+        output_padding, groups, output_mask);
   }
   return {
       to_neuron_result(std::get<0>(grads), device),

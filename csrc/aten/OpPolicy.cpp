@@ -21,7 +21,8 @@ using OpNameTable = std::unordered_set<std::string>;
 // expandTensors(..., ensure_same_device=true) in
 // aten/src/ATen/native/TensorAdvancedIndexingUtils.h), so CUDA accepts
 // `cuda_tensor[cpu_index]` and `cuda_tensor[cpu_index] = value`; neuron
-// accepts what CUDA does.
+// accepts what CUDA does: the `Tensor?[] indices` argument only (a CPU `self`
+// or non-0-dim `values` raises, as on CUDA).
 const OpNameTable& ops_accepting_cpu_indices() {
   static const OpNameTable table = {
       "aten::index", // x[idx]
