@@ -84,7 +84,8 @@ def test_compiled_graph_device_check_allows_cpu_indices():
 # -- indexing: CPU indices yes, CPU self / values no ----------------------------------------------------
 
 def test_index_put_with_cpu_self_and_neuron_indices_raises():
-    with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device as the indexed tensor \(cpu\)"):
+    message = r"indices should be either on cpu or on the same device as the indexed tensor \(cpu\)"
+    with pytest.raises(RuntimeError, match=message):
         torch.index_put(torch.zeros(3, 2), (torch.tensor([0], device="neuron"),), torch.ones(1, 2, device="neuron"))
 
 
