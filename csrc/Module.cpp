@@ -4,6 +4,7 @@
 // counters, default generators, op counts).
 #include "aten/Alias.h"
 #include "aten/Tracking.h"
+#include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
 #include "runtime/Runtime.h"
@@ -65,4 +66,13 @@ PYBIND11_MODULE(_C, m) {
       "A CPU tensor on the same bytes as a neuron tensor (zero-copy; keeps it alive).");
   m.def("_op_counts", []() { return torch_neuronx::op_counts(); });
   m.def("_clear_op_counts", []() { torch_neuronx::clear_op_counts(); });
+  m.def(
+      "_flush_autograd_device_threads",
+      [](int count) {
+        torch_neuronx::flush_autograd_device_threads(static_cast<c10::DeviceIndex>(count));
+      },
+      py::arg("count"),
+      py::call_guard<py::gil_scoped_release>(),
+      "Runs one C++-only backward on the autograd worker thread of each of the first `count` neuron "
+      "devices and waits for it, so none of them still holds a Python object (called at exit).");
 }

@@ -4,6 +4,8 @@ Each test fails when an entry is dropped from its table: the op would then take 
 composite kernel on ``neuron`` (other rounding, more dispatched ops), a CPU index tensor would
 be rejected, or a float64/complex op would stop counting as a host fallback.
 """
+import warnings
+
 import pytest
 import torch
 
@@ -38,6 +40,14 @@ _CPU_KERNEL_CASES = [
     ("any_dims", lambda x: x.any(dim=(0, 1)), lambda: (torch.randn(4, 6) > 1,), "aten::any.dims"),
     ("_stack", lambda a, b: torch._stack([a, b], 1), lambda: (torch.randn(3, 4), torch.randn(3, 4)),
      "aten::_stack"),
+    ("mse_loss_mean", torch.nn.functional.mse_loss, lambda: (torch.randn(4, 3), torch.randn(4, 3)),
+     "aten::mse_loss"),
+    ("mse_loss_sum", lambda a, b: torch.nn.functional.mse_loss(a, b, reduction="sum"),
+     lambda: (torch.randn(4, 3), torch.randn(4, 3)), "aten::mse_loss"),
+    ("smooth_l1_loss_mean", torch.nn.functional.smooth_l1_loss, lambda: (torch.randn(4, 3), torch.randn(4, 3)),
+     "aten::smooth_l1_loss"),
+    ("smooth_l1_loss_sum", lambda a, b: torch.nn.functional.smooth_l1_loss(a, b, reduction="sum", beta=0.5),
+     lambda: (torch.randn(4, 3), torch.randn(4, 3)), "aten::smooth_l1_loss"),
 ]
 
 
@@ -53,6 +63,24 @@ def test_ops_needing_cpu_kernel_run_it_bit_for_bit(name, fn, make, op):
     # (rounding) or run as several ops.
     assert torch.equal(out.cpu(), expected)
     assert ops == {op: 1}
+
+
+@pytest.mark.parametrize("loss", [torch.nn.functional.mse_loss, torch.nn.functional.smooth_l1_loss])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_reductions_warn_nothing(loss, reduction):
+    """Through PyTorch's composite (a 0-dim out tensor + the out= kernel) the CPU kernel resized
+    `out` and PyTorch printed "An output with one or more elements was resized"; CPU prints nothing."""
+    torch.manual_seed(0)
+    a, b = torch.randn(4, 3, requires_grad=True), torch.randn(4, 3)
+    na = N(a.detach()).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = loss(na, N(b), reduction=reduction)
+        out.sum().backward()
+    expected = loss(a, b, reduction=reduction)
+    expected.sum().backward()
+    assert torch.equal(out.cpu(), expected.detach())
+    assert torch.equal(na.grad.cpu(), a.grad)
 
 
 def test_foreach_ops_run_as_one_op():

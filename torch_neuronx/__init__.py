@@ -60,6 +60,10 @@ def _autoload() -> None:
     from .device import sharing as _sharing
 
     _sharing.register()
+    # A clean exit after neuron backward passes (the autograd device threads' exit race).
+    from .device import autograd_exit as _autograd_exit
+
+    _autograd_exit.register()
     # c10d backend "neuron" for device neuron (imports no process group machinery).
     from .distributed import register as _register_distributed
 

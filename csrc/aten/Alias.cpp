@@ -29,6 +29,18 @@ void copy_view_metadata(const at::Tensor& to, const at::Tensor& from) {
 
 } // namespace
 
+void check_has_memory(const c10::StorageImpl& storage, const char* what) {
+  // A ZeroTensor (PyTorch's efficient zeros) and other storage-less tensors
+  // report a size but own no memory: copying from their null pointer would
+  // crash the process.
+  TORCH_CHECK(
+      storage.nbytes() == 0 || storage.data() != nullptr,
+      "neuron: ", what, " of a CPU kernel reports ", storage.nbytes(),
+      " bytes but has no memory (a ZeroTensor or another storage-less tensor), so it cannot be "
+      "copied to neuron memory. Materialize it first (e.g. torch.zeros_like) or run the op on "
+      "CPU tensors.");
+}
+
 c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
   c10::StorageImpl* impl = neuron_storage.unsafeGetStorageImpl();
   c10::raw::intrusive_ptr::incref(impl);
@@ -50,7 +62,34 @@ at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
 }
 
 at::Tensor cpu_alias(const at::Tensor& t) {
+  TORCH_CHECK(
+      t.device().type() == kNeuron,
+      "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
+      " where a neuron tensor was expected. Move it to the NeuronCore with .to('neuron') (or the "
+      "neuron tensors to the CPU with .cpu()).");
   return cpu_alias(t, cpu_alias_storage(t.storage()));
+}
+
+void check_operand_device(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op) {
+  if (t.device().type() == kNeuron && t.device().index() == device) {
+    return;
+  }
+  TORCH_CHECK(
+      false,
+      "Expected all tensors to be on the same device, but found at least two devices, neuron:",
+      static_cast<int>(device), " and ", t.device(), "! (when checking argument for argument '",
+      argument, "' in ", op, "). ",
+      t.device().type() == kNeuron
+          ? "Each logical NeuronCore has its own HBM: move one operand with .to(other.device) first."
+          : "Move the tensor to the NeuronCore with .to('neuron') (for a module: model.to('neuron')), "
+            "or the neuron tensors to the CPU with .cpu().");
+}
+
+at::Tensor operand_alias(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op) {
+  check_operand_device(t, device, argument, op);
+  return cpu_alias(t);
 }
 
 at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage) {
@@ -67,8 +106,11 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
   if (!cpu_result.defined() || cpu_result.device().type() == kNeuron) {
     return cpu_result;
   }
-  TORCH_INTERNAL_ASSERT(
-      cpu_result.device().is_cpu(), "neuron fallback: unexpected result on ", cpu_result.device());
+  TORCH_CHECK(
+      cpu_result.device().is_cpu(),
+      "neuron: a CPU kernel run for a neuron op returned a tensor on ", cpu_result.device(),
+      ", which cannot become neuron memory. Run this op on CPU tensors (.cpu()) and move the "
+      "result with .to('neuron').");
   TORCH_CHECK(
       cpu_result.layout() == c10::kStrided,
       "neuron supports only dense (strided) tensors, but this op produced a ", cpu_result.layout(),
@@ -89,6 +131,7 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
   // Memory that did not come from the device allocator (a cached host
   // tensor, or allocated on another thread): copy it into device memory.
   const size_t nbytes = storage->nbytes();
+  check_has_memory(*storage, "the result");
   c10::Storage fresh(
       c10::Storage::use_byte_size_t(),
       nbytes,

@@ -13,11 +13,29 @@ c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage);
 
 // A CPU tensor on the same bytes, sizes, strides, offset and conj/neg bits as
 // the neuron tensor `t`, using `storage` (from cpu_alias_storage) if given.
+// The one-argument form raises CUDA's device-mismatch error if `t` is not a
+// neuron tensor (aliasing a CPU tensor would run the kernel on CPU memory and
+// label the result neuron: a silent acceptance of wrong placement).
 at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage);
 at::Tensor cpu_alias(const at::Tensor& t);
 
+// Raises CUDA's device-mismatch error ("Expected all tensors to be on the same
+// device ... neuron:0 and cpu! (when checking argument for argument 'weight'
+// in aten::convolution_overrideable)") unless `t` is a neuron tensor on
+// `device`; used by the device's own kernels for each tensor operand.
+void check_operand_device(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op);
+
+// check_operand_device, then cpu_alias.
+at::Tensor operand_alias(
+    const at::Tensor& t, c10::DeviceIndex device, const char* argument, const char* op);
+
 // A neuron tensor with the same metadata as `cpu_view` on `neuron_storage`.
 at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_storage);
+
+// Raises a clear error if `storage` reports bytes but has no memory (the
+// storage of a ZeroTensor); `what` names it in the message.
+void check_has_memory(const c10::StorageImpl& storage, const char* what);
 
 // Turns a CPU result into neuron memory on `device`: zero-copy when its bytes
 // were allocated through the accounting allocator (inside RouteAllocationsTo),

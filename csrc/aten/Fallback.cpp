@@ -80,7 +80,11 @@ class Call {
       return a;
     }
     if (type == c10::kCPU) {
-      if (t.dim() == 0 || accepts_cpu_indices(op_.operator_name())) {
+      // 0-dim CPU tensors are scalars on every device; CPU index tensors are
+      // accepted where CUDA accepts them (only the `indices` argument: a CPU
+      // `self` or `values` is wrong placement).
+      if (t.dim() == 0 ||
+          (arg.name() == "indices" && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
@@ -95,6 +99,12 @@ class Call {
   }
 
   void check_mixed() const {
+    // CUDA's message when the indexed tensor is on the CPU and an index is not.
+    TORCH_CHECK(
+        !(mixed_argument_ == "self" && accepts_cpu_indices(op_.operator_name())),
+        "indices should be either on cpu or on the same device as the indexed tensor (cpu) (in ",
+        name(), "). Move the indexed tensor to the NeuronCore with .to('neuron'), or the "
+        "indices to the CPU with .cpu().");
     if (!mixed_argument_.empty()) {
       TORCH_CHECK(
           false,
@@ -154,6 +164,7 @@ class Call {
           osi->set_nbytes(nbytes);
         } else if (asi->data() != osi->data()) {
           const size_t nbytes = asi->nbytes();
+          check_has_memory(*asi, "an in-place or out= result");
           c10::DataPtr fresh = allocate_accounted(nbytes, device, target);
           if (nbytes > 0) {
             std::memcpy(fresh.get(), asi->data(), nbytes);
@@ -310,21 +321,24 @@ void neuron_fallback(
   }
 }
 
-// Sparse and nested layouts: NeuronCores have none, and the dispatcher's own
-// message ("Could not run ... 'Sparseneuron' backend ... Facebook employee")
-// does not say so.
+// Sparse, nested and quantized tensors: NeuronCores have none, and the
+// dispatcher's own message ("Could not run ... 'Sparseneuron' backend ...
+// Facebook employee") does not say so.
 void unsupported_layout(
     const c10::OperatorHandle& op,
     c10::DispatchKeySet keys,
     torch::jit::Stack* /*stack*/) {
   const auto& n = op.operator_name();
+  const char* kind = keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested"
+      : keys.has(c10::DispatchKey::QuantizedPrivateUse1)                 ? "quantized"
+                                                                         : "sparse";
   TORCH_CHECK_NOT_IMPLEMENTED(
       false,
       "neuron supports only dense (strided) tensors: ", n.name,
-      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ",
-      keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested" : "sparse",
-      " tensor on neuron. NeuronCores have no sparse or nested tensor support: keep such tensors on "
-      "the CPU, or convert them (.to_dense(), .to_padded_tensor()) before moving to neuron.");
+      n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ", kind,
+      " tensor on neuron. NeuronCores have no sparse, nested or quantized tensor support: keep "
+      "such tensors on the CPU, or convert them (.to_dense(), .to_padded_tensor(), .dequantize()) "
+      "before moving to neuron.");
 }
 
 // Registers the boxed fallback as the PrivateUse1 kernel of the ops that
@@ -367,6 +381,9 @@ TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
+}
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&unsupported_layout>());
 }
 

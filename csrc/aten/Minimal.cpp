@@ -12,6 +12,7 @@
 #include <ATen/Functions.h>
 #include <ATen/ops/mul.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -87,6 +88,31 @@ at::Tensor empty_strided(
       neuron_allocator(),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::dtype_or_default(dtype));
+}
+
+// A ZeroTensor: sizes and dtype without memory (a null data pointer), which
+// PyTorch's backward formulas return for gradients known to be zero (e.g.
+// sgn of a real tensor) and forward AD uses for zero tangents. The ZeroTensor
+// dispatch key's own fallback materializes zeros on the device when an op
+// needs data. Same construction as CUDA's _efficientzerotensor_cuda; without
+// it the boxed fallback would return the CPU ZeroTensor's null memory.
+at::Tensor efficientzerotensor(
+    c10::IntArrayRef size,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TRACK("aten::_efficientzerotensor");
+  const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  at::native::ZeroTensorAllocator allocator(c10::Device(kNeuron, index));
+  return at::detail::empty_generic(
+      size,
+      &allocator,
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) |
+          c10::DispatchKeySet(c10::DispatchKey::ZeroTensor),
+      c10::dtype_or_default(dtype),
+      std::nullopt);
 }
 
 at::Tensor as_strided(
@@ -245,17 +271,24 @@ at::Tensor convolution_overrideable(
     c10::IntArrayRef output_padding,
     int64_t groups) {
   TRACK("aten::convolution_overrideable");
-  const c10::DeviceIndex device = check_device(input.device().index());
+  // at::_convolution sends any tensor set with a neuron tensor here without
+  // checking devices: every operand is checked (a CPU weight is an error, as
+  // on CUDA, not a CPU computation labelled neuron).
+  static const char kOp[] = "aten::convolution_overrideable";
+  const c10::DeviceIndex device =
+      check_device((input.device().type() == kNeuron ? input : weight).device().index());
+  const at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
+  const at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
   std::optional<at::Tensor> bias_cpu;
   if (bias.has_value() && bias->defined()) {
-    bias_cpu = cpu_alias(*bias);
+    bias_cpu = operand_alias(*bias, device, "bias", kOp);
   }
   at::Tensor out;
   {
     RouteAllocationsTo route(device);
     out = at::convolution(
-        cpu_alias(input), cpu_alias(weight), bias_cpu, stride, padding, dilation, transposed,
-        output_padding, groups);
+        input_cpu, weight_cpu, bias_cpu, stride, padding, dilation, transposed, output_padding,
+        groups);
   }
   return to_neuron_result(out, device);
 }
@@ -272,15 +305,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     int64_t groups,
     std::array<bool, 3> output_mask) {
   TRACK("aten::convolution_backward_overrideable");
-  const c10::DeviceIndex device = check_device(input.device().index());
+  static const char kOp[] = "aten::convolution_backward_overrideable";
+  const c10::DeviceIndex device =
+      check_device((input.device().type() == kNeuron ? input : weight).device().index());
+  const at::Tensor grad_output_cpu = operand_alias(grad_output, device, "grad_output", kOp);
+  const at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
+  const at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   std::vector<int64_t> bias_sizes{out_channels};
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     RouteAllocationsTo route(device);
     grads = at::convolution_backward(
-        cpu_alias(grad_output), cpu_alias(input), cpu_alias(weight), bias_sizes, stride, padding,
-        dilation, transposed, output_padding, groups, output_mask);
+        grad_output_cpu, input_cpu, weight_cpu, bias_sizes, stride, padding, dilation, transposed,
+        output_padding, groups, output_mask);
   }
   return {
       to_neuron_result(std::get<0>(grads), device),
@@ -332,6 +370,7 @@ void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("_efficientzerotensor", efficientzerotensor);
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);

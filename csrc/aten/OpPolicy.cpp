@@ -21,7 +21,8 @@ using OpNameTable = std::unordered_set<std::string>;
 // expandTensors(..., ensure_same_device=true) in
 // aten/src/ATen/native/TensorAdvancedIndexingUtils.h), so CUDA accepts
 // `cuda_tensor[cpu_index]` and `cuda_tensor[cpu_index] = value`; neuron
-// accepts what CUDA does.
+// accepts what CUDA does: the `Tensor?[] indices` argument only (a CPU `self`
+// or non-0-dim `values` raises, as on CUDA).
 const OpNameTable& ops_accepting_cpu_indices() {
   static const OpNameTable table = {
       "aten::index", // x[idx]
@@ -62,6 +63,12 @@ const OpNameTable& ops_needing_cpu_kernel() {
       "aten::_stack",
       "aten::all",
       "aten::any",
+      // The composite is a 0-dim out tensor + the out= kernel, and the CPU
+      // out= kernel computes the element-wise loss into `out` before reducing
+      // it: resizing [] to the input's shape prints PyTorch's "An output with
+      // one or more elements was resized" deprecation warning (CPU does not).
+      "aten::mse_loss",
+      "aten::smooth_l1_loss",
   };
   return table;
 }

@@ -11,7 +11,8 @@
 namespace torch_neuronx {
 
 // True when `op` (any overload) accepts CPU index tensors beside neuron
-// tensors, as CUDA does; the boxed fallback then passes them through.
+// tensors, as CUDA does; the boxed fallback then passes its `indices`
+// argument through (never a CPU `self` or `values`).
 bool accepts_cpu_indices(const c10::OperatorName& op);
 
 // True when `op` (any overload) must run PyTorch's CPU kernel through the

@@ -67,6 +67,13 @@ void NeuronGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
   TORCH_CHECK(
       new_state.device().is_cpu(),
       "neuron generator state must be a CPU tensor, got one on ", new_state.device());
+  // A FakeTensor or other data-less tensor (e.g. the state converted by an op
+  // under FakeTensorMode) has sizes but no bytes to read.
+  TORCH_CHECK(
+      new_state.has_storage() && new_state.storage().data() != nullptr,
+      "neuron generator state has no data (a FakeTensor, meta or other data-less tensor): "
+      "pass the real uint8 CPU tensor returned by torch.neuron.get_rng_state(), created outside "
+      "FakeTensorMode.");
   const auto* bytes = static_cast<const uint8_t*>(new_state.data());
   uint64_t seed = 0;
   uint64_t offset = 0;

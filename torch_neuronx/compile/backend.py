@@ -38,6 +38,7 @@ import torch
 from . import debug, dynamo_config, inductor_device, metrics
 from .aten_compile import INDUCTOR_PATCHES, compile_aten_graph
 from .decompositions import decomposition_table
+from .device_check import check_graph_devices
 from .device_pinning import on_graph_core
 from .fallback import (
     DynamicShapeError,
@@ -88,6 +89,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         warnings.warn(f"backend 'neuron' takes no options; {sorted(options)} ignored",
                       CompileModeWarning, stacklevel=2)
     reject_dynamic(gm, example_inputs)
+    check_graph_devices(gm)
     inductor_device.register()
 
     t0 = time.perf_counter()

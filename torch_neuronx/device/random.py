@@ -63,9 +63,13 @@ def set_rng_state(new_state: torch.Tensor, device: DeviceLike = "neuron") -> Non
     """Restores a state returned by :func:`get_rng_state`.
 
     Raises:
-        RuntimeError: if ``new_state`` is not 16 uint8 values.
+        RuntimeError: if ``new_state`` is not 16 uint8 values, or has no data (a FakeTensor).
     """
-    _generator(device).set_state(new_state.detach().to("cpu", torch.uint8))
+    if new_state.device.type != "cpu" or new_state.dtype != torch.uint8:
+        # Converting dispatches an op: under FakeTensorMode (activation checkpointing in a
+        # shape-only run) the result would be a FakeTensor without data.
+        new_state = new_state.detach().to("cpu", torch.uint8)
+    _generator(device).set_state(new_state)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:

@@ -1,0 +1,228 @@
+"""Every dispatch key PyTorch layers over a device works on ``neuron`` or raises a clear error.
+
+ZeroTensor (efficient zeros: backward formulas and forward AD use them), Conjugate and Negative
+views, functionalization, Python dispatch modes, FakeTensorMode, functorch transforms, autocast,
+inference mode, tensor subclasses; quantized, sparse and nested tensors are refused with the
+device's layout message. Each case asserts the value against the CPU, or the error.
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torch_neuronx
+
+NEURON = torch.device("neuron:0")
+
+
+# -- ZeroTensor ------------------------------------------------------------------------------------
+
+def test_efficientzerotensor_is_a_zero_tensor_on_neuron_without_memory():
+    before = torch.neuron.memory_allocated()
+    z = torch._efficientzerotensor(3, device="neuron")
+    assert z.device == NEURON and z._is_zerotensor() and z.dtype == torch.float32
+    assert torch.neuron.memory_allocated() == before
+    assert torch.equal(z.cpu(), torch.zeros(3))
+    assert torch.equal(torch._efficientzerotensor(2, 3, device="neuron:1", dtype=torch.bfloat16).cpu(),
+                       torch.zeros(2, 3, dtype=torch.bfloat16))
+
+
+def test_zero_tensor_arithmetic_materializes_on_neuron():
+    z = torch._efficientzerotensor(3, device="neuron")
+    ones = torch.ones(3, device="neuron")
+    s = z + ones
+    assert s.device == NEURON and torch.equal(s.cpu(), torch.ones(3))
+    p = z * ones
+    assert p.device == NEURON and torch.equal(p.cpu(), torch.zeros(3))
+
+
+def test_sgn_backward_of_a_real_tensor_is_zero():
+    x = torch.randn(4, requires_grad=True)
+    (g_cpu,) = torch.autograd.grad(torch.sgn(x).sum(), x)
+    xn = x.detach().to("neuron").requires_grad_()
+    (g,) = torch.autograd.grad(torch.sgn(xn).sum(), xn)
+    assert g.device == NEURON
+    assert torch.equal(g.cpu(), g_cpu) and torch.equal(g.cpu(), torch.zeros(4))
+
+
+def test_forward_ad_zero_tangent():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.randn(3, device="neuron"), torch.ones(3, device="neuron"))
+        tangent = fwAD.unpack_dual(torch.sgn(x)).tangent
+        assert tangent.device == NEURON
+        assert torch.equal(tangent.cpu(), torch.zeros(3))
+
+
+def test_zero_tensor_operand_of_an_out_variant():
+    """The fallback materializes the zero operand; the result is real memory on neuron."""
+    z = torch._efficientzerotensor(3, device="neuron")
+    out = torch.empty(3, device="neuron")
+    torch.add(z, torch.full((3,), 2.0, device="neuron"), out=out)
+    assert torch.equal(out.cpu(), torch.full((3,), 2.0))
+
+
+# -- Conjugate / Negative views ----------------------------------------------------------------------
+
+@pytest.fixture
+def complex_pair():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fp64/complex host-fallback notice
+        c = torch.randn(3, dtype=torch.complex64)
+        yield c, c.to("neuron")
+
+
+def test_conjugate_views(complex_pair):
+    c, n = complex_pair
+    y = n.conj()
+    assert y.is_conj() and torch.equal(y.resolve_conj().cpu(), c.conj())
+    assert torch.equal((n.conj() * n).cpu(), c.conj() * c)
+    z = torch.empty(3, dtype=torch.complex64, device="neuron")
+    z.copy_(n.conj())
+    assert torch.equal(z.cpu(), c.conj())
+    assert torch.equal(n.conj().cpu(), c.conj())
+    assert torch.equal(c.conj().to("neuron").cpu(), c.conj())
+
+
+def test_negative_views(complex_pair):
+    c, n = complex_pair
+    y = torch._neg_view(n)
+    assert y.is_neg() and torch.equal(y.resolve_neg().cpu(), -c)
+    assert torch.equal((torch._neg_view(n) + n).cpu(), torch._neg_view(c) + c)
+
+
+def test_hfft_conjugate_copy(complex_pair):
+    c, n = complex_pair
+    torch.testing.assert_close(torch.fft.hfft(n).cpu(), torch.fft.hfft(c))
+
+
+# -- functionalization, Python modes, functorch ----------------------------------------------------------
+
+def test_functionalize_with_view_mutation():
+    def f(x):
+        y = x.clone()
+        y.view(-1)[0].add_(1)
+        return y.add_(1)
+
+    x = torch.randn(2, 2)
+    got = torch.func.functionalize(f)(x.to("neuron"))
+    assert got.device == NEURON and torch.equal(got.cpu(), f(x))
+
+
+def test_torch_dispatch_mode_sees_neuron_ops():
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(3)
+    with Record():
+        y = (x.to("neuron") * 2).sum()
+    assert y.device == NEURON and torch.equal(y.cpu(), (x * 2).sum())
+    assert "aten.mul.Tensor" in seen
+
+
+def test_fake_tensor_mode_keeps_the_neuron_device():
+    with FakeTensorMode():
+        x = torch.randn(3, 4, device="neuron")
+        y = x @ x.T
+    assert y.device == NEURON and y.shape == (3, 3)
+    mode = FakeTensorMode()
+    assert mode.from_tensor(torch.randn(3, device="neuron:1")).device == torch.device("neuron:1")
+
+
+def test_set_rng_state_under_fake_tensor_mode():
+    """Activation checkpointing restores RNG states inside shape-only (FakeTensorMode) runs: the
+    real state is restored; a data-less state is a clear error, never a crash."""
+    state = torch.neuron.get_rng_state()
+    torch.neuron.manual_seed(123)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        torch.neuron.set_rng_state(state)
+        fake_state = torch.empty(16, dtype=torch.uint8)
+        with pytest.raises(RuntimeError, match="neuron generator state has no data"):
+            torch.neuron.set_rng_state(fake_state)
+    assert torch.equal(torch.neuron.get_rng_state(), state)
+
+
+def test_checkpoint_preserving_rng_state_under_fake_tensor_mode():
+    lin = torch.nn.Linear(4, 4).to("neuron")
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        x = mode.from_tensor(torch.randn(2, 4, device="neuron")).requires_grad_()
+        y = torch.utils.checkpoint.checkpoint(lambda t: torch.nn.functional.dropout(lin(t), 0.5), x,
+                                              use_reentrant=False, preserve_rng_state=True)
+        y.sum().backward()
+        assert x.grad.shape == (2, 4) and x.grad.device == NEURON
+
+
+def test_meta_to_neuron_empty_like():
+    assert torch.empty_like(torch.empty(3, device="meta"), device="neuron").device == NEURON
+
+
+def test_vmap_jvp_jacrev():
+    x = torch.randn(4, 3)
+    xn = x.to("neuron")
+    torch.testing.assert_close(torch.vmap(torch.sum)(xn).cpu(), x.sum(1))
+    _, t = torch.func.jvp(torch.sin, (xn[0],), (torch.ones(3, device="neuron"),))
+    torch.testing.assert_close(t.cpu(), torch.cos(x[0]))
+    torch.testing.assert_close(torch.func.jacrev(torch.sin)(xn[0]).cpu(), torch.diag(torch.cos(x[0])))
+
+
+def test_autocast_and_inference_mode():
+    x = torch.randn(4, 4)
+    with torch.autocast("neuron"):
+        y = x.to("neuron") @ x.to("neuron")
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y.float().cpu(), x @ x, rtol=2e-2, atol=5e-2)
+    with torch.inference_mode():
+        z = x.to("neuron") + 1
+    assert z.is_inference() and torch.equal(z.cpu(), x + 1)
+
+
+def test_tensor_subclasses():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    class Sub(torch.Tensor):
+        pass
+
+    x = torch.randn(3)
+    s = x.to("neuron").as_subclass(Sub) + 1
+    assert type(s) is Sub and s.device == NEURON and torch.equal(s.cpu(), x + 1)
+    t = TwoTensor(x.to("neuron"), (2 * x).to("neuron")) * 2
+    assert type(t) is TwoTensor and torch.equal(t.a.cpu(), 2 * x) and torch.equal(t.b.cpu(), 4 * x)
+
+
+# -- refused layouts ---------------------------------------------------------------------------------
+
+def test_quantized_tensors_are_refused_clearly():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized creation functions are deprecated
+        q = torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8)
+    with pytest.raises(NotImplementedError, match="neuron supports only dense.*quantized tensor on neuron"):
+        q.to("neuron")
+
+
+def test_sparse_tensors_are_refused_clearly():
+    with pytest.raises(NotImplementedError, match="neuron supports only dense"):
+        torch.randn(3, 3).to_sparse().to("neuron")
+
+
+def test_nested_tensors_are_refused_at_the_first_op():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        nt = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], device="neuron")
+    with pytest.raises(NotImplementedError, match="neuron supports only dense.*nested tensor on neuron"):
+        nt + 1
+    with pytest.raises(NotImplementedError, match="nested tensor on neuron"):
+        nt.cpu()
+
+
+def test_op_tracking_counts_zero_tensors():
+    torch_neuronx.clear_op_tracking()
+    torch._efficientzerotensor(2, device="neuron")
+    assert torch_neuronx.get_executed_ops().get("aten::_efficientzerotensor") == 1
