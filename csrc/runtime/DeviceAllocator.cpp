@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <mutex>
 #include <pthread.h>
+#include <unistd.h>
 #include <sstream>
 #include <vector>
 
@@ -304,9 +305,9 @@ int share_storage_fd(const c10::Storage& storage) {
   }
   // Move the storage into a memory file of its own (as CPU's share_memory_() moves a storage
   // into shared memory): one copy, then every process that maps the file shares it.
+  const c10::DeviceIndex index = check_device(impl->device().has_index() ? impl->device().index() : current_device());
   const HostChunk file = memfd_chunk(nbytes);
   std::memcpy(file.ptr, data, nbytes);
-  const c10::DeviceIndex index = check_device(impl->device().has_index() ? impl->device().index() : current_device());
   HostChunk old_chunk;
   bool ours = false;
   {
@@ -340,7 +341,12 @@ int share_storage_fd(const c10::Storage& storage) {
 }
 
 c10::Storage import_shared_storage(int fd, size_t nbytes, c10::DeviceIndex device) {
-  device = check_device(device);
+  try {
+    device = check_device(device);
+  } catch (...) {
+    close(fd); // owned from here on
+    throw;
+  }
   const HostChunk chunk = map_memfd(fd, nbytes);
   const size_t reserved = reserved_bytes(nbytes);
   State& s = state();
