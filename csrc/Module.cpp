@@ -9,6 +9,7 @@
 #include "runtime/Generator.h"
 #include "runtime/Runtime.h"
 
+#include <ATen/ATen.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -64,6 +65,17 @@ PYBIND11_MODULE(_C, m) {
         return torch_neuronx::cpu_alias(t);
       },
       "A CPU tensor on the same bytes as a neuron tensor (zero-copy; keeps it alive).");
+  m.def("_share_storage_fd", [](const at::Tensor& t) {
+    // (fd, nbytes) of the memory file holding t's storage (moved into one if needed).
+    return py::make_tuple(torch_neuronx::share_storage_fd(t.storage()), t.storage().nbytes());
+  });
+  m.def("_import_shared_storage", [](int fd, size_t nbytes, int index) {
+    // A uint8 neuron tensor over the memory file `fd` received from another process.
+    c10::Storage storage = torch_neuronx::import_shared_storage(fd, nbytes, static_cast<c10::DeviceIndex>(index));
+    at::Tensor t = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(torch_neuronx::kNeuron, storage.device().index()));
+    t.set_(storage, 0, {static_cast<int64_t>(nbytes)}, {1});
+    return t;
+  });
   m.def("_op_counts", []() { return torch_neuronx::op_counts(); });
   m.def("_clear_op_counts", []() { torch_neuronx::clear_op_counts(); });
   m.def(

@@ -1,15 +1,17 @@
 #include "runtime/DeviceAllocator.h"
 
 #include "runtime/Runtime.h"
+#include "runtime/SharedArena.h"
 
 #include <c10/core/CPUAllocator.h>
-#include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
 #include <cstring>
 #include <iomanip>
 #include <mutex>
+#include <pthread.h>
+#include <unistd.h>
 #include <sstream>
 #include <vector>
 
@@ -29,6 +31,7 @@ struct Block {
   size_t nbytes;
   size_t reserved;
   c10::DeviceIndex device;
+  HostChunk chunk; // the shared host memory behind it (runtime/SharedArena.h)
 };
 
 struct State {
@@ -62,6 +65,7 @@ void free_accounted(void* ptr) {
   if (ptr == nullptr) {
     return;
   }
+  HostChunk chunk;
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -76,9 +80,10 @@ void free_accounted(void* ptr) {
     st.active[kAgg].decrease(1);
     st.segment[kAgg].decrease(1);
     st.num_device_free += 1;
+    chunk = it->second.chunk;
     s.blocks.erase(it);
   }
-  c10::free_cpu(ptr);
+  shared_free(chunk);
 }
 
 template <typename Fn>
@@ -197,6 +202,72 @@ struct InstallCPUAllocator {
 
 } // namespace
 
+namespace {
+
+// Raises OutOfMemoryError when core `device` cannot take `reserved` more bytes (state mutex held).
+void check_capacity_locked(State& s, size_t nbytes, size_t reserved, c10::DeviceIndex device) {
+  const int64_t capacity = hbm_capacity(device);
+  DeviceStats& st = s.stats[device];
+  const int64_t in_use = st.reserved_bytes[kAgg].current;
+  if (C10_UNLIKELY(in_use + static_cast<int64_t>(reserved) > capacity)) {
+    st.num_ooms += 1;
+    const int64_t allocated = st.allocated_bytes[kAgg].current;
+    TORCH_CHECK_WITH(
+        OutOfMemoryError,
+        false,
+        "neuron:", static_cast<int>(device), " out of memory. Tried to allocate ",
+        format_bytes(static_cast<int64_t>(nbytes)), " on neuron:", static_cast<int>(device),
+        ", which has a total capacity of ", format_bytes(capacity), " of HBM (",
+        topology_description(), ") of which ", format_bytes(std::max<int64_t>(capacity - in_use, 0)),
+        " is free; ", format_bytes(allocated), " is allocated by live tensors (",
+        format_bytes(in_use), " reserved). Free tensors you no longer need (del x), reduce the batch "
+        "size or sequence length, shard the model across more NeuronCores, or raise the software "
+        "NeuronCore's capacity with TORCH_NEURONX_HBM_PER_CORE.");
+  }
+}
+
+// Records a live block accounted to its core (state mutex held).
+void record_block_locked(State& s, void* ptr, const Block& block) {
+  s.blocks.emplace(ptr, block);
+  DeviceStats& st = s.stats[block.device];
+  st.allocated_bytes[kAgg].increase(block.nbytes);
+  st.requested_bytes[kAgg].increase(block.nbytes);
+  st.active_bytes[kAgg].increase(block.nbytes);
+  st.reserved_bytes[kAgg].increase(block.reserved);
+  st.allocation[kAgg].increase(1);
+  st.active[kAgg].increase(1);
+  st.segment[kAgg].increase(1);
+  st.num_device_alloc += 1;
+}
+
+size_t reserved_bytes(size_t nbytes) {
+  return (nbytes + kGranularity - 1) / kGranularity * kGranularity;
+}
+
+// A process forked after neuron tensors were created shares their memory with
+// its parent (SharedArena); these handlers keep the allocator's state and the
+// arena consistent across fork (no lock held by another thread is copied).
+void fork_prepare() {
+  state().mutex.lock();
+  shared_arena_fork_prepare();
+}
+void fork_parent() {
+  shared_arena_fork_parent();
+  state().mutex.unlock();
+}
+void fork_child() {
+  shared_arena_fork_child();
+  state().mutex.unlock();
+}
+
+struct InstallForkHandlers {
+  InstallForkHandlers() {
+    pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
+  }
+};
+
+} // namespace
+
 c10::DataPtr allocate_accounted(
     size_t nbytes,
     c10::DeviceIndex device,
@@ -204,44 +275,97 @@ c10::DataPtr allocate_accounted(
   if (nbytes == 0) {
     return {nullptr, nullptr, &free_accounted, ptr_device};
   }
-  const size_t reserved = (nbytes + kGranularity - 1) / kGranularity * kGranularity;
-  const int64_t capacity = hbm_capacity(device);
+  const size_t reserved = reserved_bytes(nbytes);
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    DeviceStats& st = s.stats[device];
-    const int64_t in_use = st.reserved_bytes[kAgg].current;
-    if (C10_UNLIKELY(in_use + static_cast<int64_t>(reserved) > capacity)) {
-      st.num_ooms += 1;
-      const int64_t allocated = st.allocated_bytes[kAgg].current;
-      TORCH_CHECK_WITH(
-          OutOfMemoryError,
-          false,
-          "neuron:", static_cast<int>(device), " out of memory. Tried to allocate ",
-          format_bytes(static_cast<int64_t>(nbytes)), " on neuron:", static_cast<int>(device),
-          ", which has a total capacity of ", format_bytes(capacity), " of HBM (",
-          topology_description(), ") of which ", format_bytes(std::max<int64_t>(capacity - in_use, 0)),
-          " is free; ", format_bytes(allocated), " is allocated by live tensors (",
-          format_bytes(in_use), " reserved). Free tensors you no longer need (del x), reduce the batch "
-          "size or sequence length, shard the model across more NeuronCores, or raise the software "
-          "NeuronCore's capacity with TORCH_NEURONX_HBM_PER_CORE.");
-    }
+    check_capacity_locked(s, nbytes, reserved, device);
   }
-  void* ptr = c10::alloc_cpu(nbytes);
+  const HostChunk chunk = shared_alloc(nbytes);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.blocks.emplace(ptr, Block{nbytes, reserved, device});
-    DeviceStats& st = s.stats[device];
-    st.allocated_bytes[kAgg].increase(nbytes);
-    st.requested_bytes[kAgg].increase(nbytes);
-    st.active_bytes[kAgg].increase(nbytes);
-    st.reserved_bytes[kAgg].increase(reserved);
-    st.allocation[kAgg].increase(1);
-    st.active[kAgg].increase(1);
-    st.segment[kAgg].increase(1);
-    st.num_device_alloc += 1;
+    record_block_locked(s, chunk.ptr, Block{nbytes, reserved, device, chunk});
   }
-  return {ptr, ptr, &free_accounted, ptr_device};
+  return {chunk.ptr, chunk.ptr, &free_accounted, ptr_device};
+}
+
+int share_storage_fd(const c10::Storage& storage) {
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  const size_t nbytes = impl->nbytes();
+  TORCH_CHECK(nbytes > 0, "neuron: an empty storage has no memory to share");
+  TORCH_CHECK(impl->device().type() == kNeuron, "neuron: share_storage_fd needs a neuron storage");
+  void* data = const_cast<void*>(impl->data());
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.blocks.find(data);
+    if (it != s.blocks.end() && it->second.chunk.fd >= 0) {
+      return it->second.chunk.fd; // already in a memory file of its own
+    }
+  }
+  // Move the storage into a memory file of its own (as CPU's share_memory_() moves a storage
+  // into shared memory): one copy, then every process that maps the file shares it.
+  const c10::DeviceIndex index = check_device(impl->device().has_index() ? impl->device().index() : current_device());
+  const HostChunk file = memfd_chunk(nbytes);
+  std::memcpy(file.ptr, data, nbytes);
+  HostChunk old_chunk;
+  bool ours = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.blocks.find(data);
+    if (it != s.blocks.end()) {
+      // Same accounting, new memory: the block moves.
+      Block moved = it->second;
+      old_chunk = moved.chunk;
+      moved.chunk = file;
+      s.blocks.erase(it);
+      s.blocks.emplace(file.ptr, moved);
+      ours = true;
+    } else {
+      const size_t reserved = reserved_bytes(nbytes);
+      try {
+        check_capacity_locked(s, nbytes, reserved, index);
+      } catch (...) {
+        shared_free(file);
+        throw;
+      }
+      record_block_locked(s, file.ptr, Block{nbytes, reserved, index, file});
+    }
+  }
+  c10::DataPtr old = impl->set_data_ptr(c10::DataPtr(file.ptr, file.ptr, &free_accounted, c10::Device(kNeuron, index)));
+  if (ours) {
+    old.release_context(); // its block moved above; its memory goes back here
+    shared_free(old_chunk);
+  }
+  return file.fd;
+}
+
+c10::Storage import_shared_storage(int fd, size_t nbytes, c10::DeviceIndex device) {
+  try {
+    device = check_device(device);
+  } catch (...) {
+    close(fd); // owned from here on
+    throw;
+  }
+  const HostChunk chunk = map_memfd(fd, nbytes);
+  const size_t reserved = reserved_bytes(nbytes);
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    try {
+      check_capacity_locked(s, nbytes, reserved, device);
+    } catch (...) {
+      shared_free(chunk);
+      throw;
+    }
+    record_block_locked(s, chunk.ptr, Block{nbytes, reserved, device, chunk});
+  }
+  return c10::Storage(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      c10::DataPtr(chunk.ptr, chunk.ptr, &free_accounted, c10::Device(kNeuron, device)),
+      &g_neuron_allocator,
+      /*resizable=*/true);
 }
 
 bool is_accounted_deleter(c10::DeleterFnPtr deleter) {
@@ -313,5 +437,6 @@ MemoryCounters memory_counters(c10::DeviceIndex device) {
 // Registration: the PrivateUse1 allocator and the routing CPU allocator.
 REGISTER_ALLOCATOR(kNeuron, &g_neuron_allocator);
 static InstallCPUAllocator g_install_cpu_allocator;
+static InstallForkHandlers g_install_fork_handlers;
 
 } // namespace torch_neuronx

@@ -1,6 +1,6 @@
-// Device memory of the software NeuronCore: host memory owned by this
-// allocator and accounted per logical core (allocated, reserved, peak), with
-// the core's HBM capacity enforced (torch.OutOfMemoryError past it). Also the
+// Device memory of the software NeuronCore: shared host memory (SharedArena.h)
+// owned by this allocator and accounted per logical core (allocated, reserved,
+// peak), with the core's HBM capacity enforced (torch.OutOfMemoryError past it). Also the
 // routing CPU allocator, through which CPU kernels running for a neuron op
 // allocate accounted device memory, and storage resize.
 #pragma once
@@ -51,6 +51,17 @@ c10::Allocator* routing_cpu_allocator();
 // Resizes a neuron storage to `new_nbytes` (used by resize_ and by
 // UntypedStorage.resize_, which FSDP2 uses to free unsharded parameters).
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
+
+// The memory file (memfd) holding neuron storage `storage`, for sending the
+// storage to another process: a storage not yet in a file of its own moves into
+// one first (one copy; same accounting; its data pointer changes, as CPU's
+// share_memory_() does). The fd stays owned by the storage.
+int share_storage_fd(const c10::Storage& storage);
+
+// A neuron storage of `nbytes` on `device` backed by the memory file `fd`
+// (received from another process; this takes ownership of fd). It is accounted
+// to the core like an allocation and shares its memory with the sender.
+c10::Storage import_shared_storage(int fd, size_t nbytes, c10::DeviceIndex device);
 
 // Per-device counters in bytes.
 struct MemoryCounters {

@@ -146,7 +146,8 @@ OutOfMemoryError = torch.OutOfMemoryError
 
 
 def ipc_collect() -> None:
-    """CUDA's IPC cleanup: nothing to collect (neuron tensors cross processes as copies)."""
+    """CUDA's IPC cleanup: nothing to collect (a shared neuron storage's memory file is released
+    when the last process holding it frees it)."""
 
 
 def is_current_stream_capturing() -> bool:

@@ -1,33 +1,52 @@
-"""Sending ``neuron`` tensors between processes (DataLoader workers, ``torch.multiprocessing``).
+"""Sharing ``neuron`` tensors between processes (``torch.multiprocessing``, DataLoader workers).
 
-CUDA shares device memory between processes through IPC handles; the software
-NeuronCore's memory is private to its process, so a ``neuron`` tensor is sent as a
-CPU copy in shared memory and rebuilt on the receiver's ``neuron`` device with the
-same index (a copy, as a Trainium runtime would DMA it). Without this, PyTorch's
-reducer fails inside the sender's queue thread ("_share_fd_: only available on
-CPU") and a DataLoader with workers waits forever.
+The software NeuronCore's device memory is shared host memory (``csrc/runtime/SharedArena.h``),
+so sharing is real, as CUDA IPC is for CUDA tensors:
+
+* **fork**: a child forked after a ``neuron`` tensor was created shares its memory with the
+  parent; the child's in-place updates reach the parent (Hogwild training after
+  ``model.share_memory()``, which PyTorch makes a no-op for devices). PyTorch's
+  ``is_shared()`` is ``True`` for every device storage, and here that is true.
+* **spawn / forkserver / queues**: a ``neuron`` tensor is pickled as the descriptor of a memory
+  file holding its storage (the storage moves into a file of its own the first time, with one
+  copy, as CPU's ``share_memory_()`` moves a storage into shared memory). The receiver maps the
+  same file on the ``neuron`` device of the same index: both processes see one memory, and the
+  received tensor is accounted to the receiver's core like an allocation.
+
+The sender must keep the tensor alive until the receiver has it (PyTorch's rule for CUDA and
+CPU tensors too).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from multiprocessing.reduction import ForkingPickler
+from multiprocessing.reduction import DupFd, ForkingPickler
 from typing import Any
 
 import torch
 from torch.multiprocessing import reductions
 
+from .. import _C
+
 _torch_reduce_tensor = reductions.reduce_tensor
 
 
-def _rebuild_neuron_tensor(host: torch.Tensor, index: int, requires_grad: bool, is_parameter: bool):
-    t = host.to(torch.device("neuron", index))
+def _rebuild_neuron_tensor(fd: Any, nbytes: int, index: int, dtype: torch.dtype, offset: int,
+                           size: tuple[int, ...], stride: tuple[int, ...], requires_grad: bool,
+                           is_parameter: bool) -> torch.Tensor:
+    device = torch.device("neuron", index)
+    if nbytes:
+        storage = _C._import_shared_storage(fd.detach(), nbytes, index).untyped_storage()
+        t = torch.empty((0,), dtype=dtype, device=device).set_(storage, offset, size, stride)
+    else:
+        t = torch.empty_strided(size, stride, dtype=dtype, device=device)
     if is_parameter:
         return torch.nn.Parameter(t, requires_grad=requires_grad)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
 def reduce_tensor(tensor: torch.Tensor) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """Pickling rule for tensors: ``neuron`` ones travel as a shared-memory CPU copy.
+    """Pickling rule for tensors: a ``neuron`` one travels as the descriptor of the shared
+    memory file holding its storage (see the module docstring); others use PyTorch's rule.
 
     Returns:
         ``(rebuild function, its arguments)``, the pickle protocol's ``__reduce__`` pair.
@@ -45,9 +64,15 @@ def reduce_tensor(tensor: torch.Tensor) -> tuple[Callable[..., Any], tuple[Any, 
             "If you just want to transfer the data, call detach() on the tensor before serializing "
             "(e.g., putting it on the queue)."
         )
-    host = tensor.detach().to("cpu")
+    storage = tensor.untyped_storage()
+    fd: Any = None
+    nbytes = storage.nbytes()
+    if nbytes:
+        raw_fd, nbytes = _C._share_storage_fd(tensor)
+        fd = DupFd(raw_fd)
     return (_rebuild_neuron_tensor,
-            (host, tensor.device.index, tensor.requires_grad, isinstance(tensor, torch.nn.Parameter)))
+            (fd, nbytes, tensor.device.index, tensor.dtype, tensor.storage_offset(), tuple(tensor.size()),
+             tuple(tensor.stride()), tensor.requires_grad, isinstance(tensor, torch.nn.Parameter)))
 
 
 def register() -> None:
