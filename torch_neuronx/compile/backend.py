@@ -46,6 +46,7 @@ from .fallback import (
     handle_compile_failure,
 )
 from .graph_identity import compile_id, current_function, input_signature, recompile_reason
+from .precompile import AOTCompileUnsupportedError, refuse_aot
 from .static_shapes import reject_dynamic
 
 
@@ -75,6 +76,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
 
     Raises:
         DynamicShapeError: symbolic shapes (``dynamic=True``, ``mark_dynamic``).
+        AOTCompileUnsupportedError: called for ``aot_compile`` / precompile (:mod:`.precompile`).
         NeuronCompileError: the graph failed to compile and fallback execution is disabled
             (the default); with ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` the graph runs
             eagerly instead, with a :class:`~torch_neuronx.compile.fallback.CompileFallbackWarning`.
@@ -88,6 +90,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         warnings.warn(f"backend 'neuron' takes no options; {sorted(options)} ignored",
                       CompileModeWarning, stacklevel=2)
     reject_dynamic(gm, example_inputs)
+    refuse_aot()
     inductor_device.register()
 
     t0 = time.perf_counter()
@@ -122,8 +125,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         metrics.record_compile_time(time.perf_counter() - t0)
 
 
-__all__ = ["CompileModeWarning", "DynamicShapeError", "NeuronCompileError", "is_training_graph",
-           "neuron_backend"]
+__all__ = ["AOTCompileUnsupportedError", "CompileModeWarning", "DynamicShapeError", "NeuronCompileError",
+           "is_training_graph", "neuron_backend"]
 
 # Resolving the backend name "neuron" imports this module: that is the moment to set Dynamo up
 # for static shapes, before it traces any frame for this backend (see dynamo_config).
