@@ -96,10 +96,11 @@ def _inductor_codegen(name: str):
 def _on_dynamo_import(module) -> None:
     """Runs when ``torch._dynamo`` is first imported: backend auto-selection for
     ``torch.compile`` without ``backend=``, and our c10d process group hidden from Dynamo."""
-    from .compile import default_backend
+    from .compile import default_backend, mega_cache
     from .distributed import dynamo_opaque
 
     default_backend.install()
+    mega_cache.register()  # torch.compiler.load_cache_artifacts knows our entries in a fresh process
     dynamo_opaque.hide_from_dynamo()
 
 

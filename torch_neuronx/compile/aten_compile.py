@@ -17,7 +17,7 @@ import torch
 
 from ..estimate import active as _estimate
 from ..estimate.graphs import GraphLauncher, InductorCapture
-from . import cache, debug, metrics
+from . import cache, debug, mega_cache, metrics
 from .cache import GraphKind
 from .cache_key import graph_cache_key
 from .fallback import NeuronCompileError, fallback_execution_allowed, handle_compile_failure
@@ -103,9 +103,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     patches = INDUCTOR_PATCHES if capture is None else {**INDUCTOR_PATCHES, "_post_fusion_custom_pass": capture}
     with inductor_config.patch(patches):
         key = graph_cache_key(gm, example_inputs, kind)
+        header = cache.EntryDescription(kind=kind, name=function)
         try:
-            found = cache.GLOBAL_CACHE.get_or_compile(
-                key, compile_now, load, header=cache.EntryDescription(kind=kind, name=function))
+            found = cache.GLOBAL_CACHE.get_or_compile(key, compile_now, load, header=header)
         except NeuronCompileError:
             raise
         except Exception as err:  # noqa: BLE001  (any code generation failure: the fallback policy)
@@ -116,6 +116,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         finally:
             if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
                 metrics.record_compile_time(time.perf_counter() - t0)
+    if found.artifact is not None:  # for torch.compiler.save_cache_artifacts()
+        mega_cache.record(key, dict(header), found.artifact)
     debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))
     # each launch is reported to torch_neuronx.estimate while one records (one attribute read otherwise)
     return GraphLauncher(found.value, gm, kind, key, capture)

@@ -47,6 +47,7 @@ from .fallback import (
     handle_compile_failure,
 )
 from .graph_identity import compile_id, current_function, input_signature, recompile_reason
+from .precompile import AOTCompileUnsupportedError, refuse_aot
 from .static_shapes import reject_dynamic
 
 
@@ -76,6 +77,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
 
     Raises:
         DynamicShapeError: symbolic shapes (``dynamic=True``, ``mark_dynamic``).
+        AOTCompileUnsupportedError: called for ``aot_compile`` / precompile (:mod:`.precompile`).
         NeuronCompileError: the graph failed to compile and fallback execution is disabled
             (the default); with ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` the graph runs
             eagerly instead, with a :class:`~torch_neuronx.compile.fallback.CompileFallbackWarning`.
@@ -90,6 +92,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
                       CompileModeWarning, stacklevel=2)
     reject_dynamic(gm, example_inputs)
     check_graph_devices(gm)
+    refuse_aot()
     inductor_device.register()
 
     t0 = time.perf_counter()
@@ -124,8 +127,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         metrics.record_compile_time(time.perf_counter() - t0)
 
 
-__all__ = ["CompileModeWarning", "DynamicShapeError", "NeuronCompileError", "is_training_graph",
-           "neuron_backend"]
+__all__ = ["AOTCompileUnsupportedError", "CompileModeWarning", "DynamicShapeError", "NeuronCompileError",
+           "is_training_graph", "neuron_backend"]
 
 # Resolving the backend name "neuron" imports this module: that is the moment to set Dynamo up
 # for static shapes, before it traces any frame for this backend (see dynamo_config).

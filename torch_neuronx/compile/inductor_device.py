@@ -245,6 +245,8 @@ def _make_cpp_wrapper_codegen():
     class NeuronCppWrapperCodegen:
         """Refuses Inductor's C++ wrapper for ``neuron`` with what to do instead."""
 
+        supports_caching = False  # read by compile_fx before it creates the wrapper
+
         @staticmethod
         def create(*args: Any, **kwargs: Any):
             raise CppWrapperUnsupportedError(
