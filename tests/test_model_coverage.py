@@ -49,7 +49,8 @@ def test_comparisons_fail_on_a_logit_or_token_difference():
     """The comparison is real: 2e-3 on one logit, or one different token, fails the check."""
     import torch
 
-    from torch_neuronx.model_coverage.checks import _compare_generation, _compare_train
+    from torch_neuronx.model_coverage.checks import compare_generation as _compare_generation
+    from torch_neuronx.model_coverage.checks import compare_train as _compare_train
 
     tokens, logits = torch.tensor([[5, 6, 7]]), torch.randn(2, 10)
     assert _compare_generation((tokens, logits), (tokens.clone(), logits.clone()), 1e-3).status == PASS
@@ -91,11 +92,12 @@ def test_compat_command_writes_the_table(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
     proc = subprocess.run(
-        [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--only", ",".join(names), "--jobs", "2",
+        [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--family", "causal-lm", "--only", ",".join(names),
+         "--jobs", "2",
          "--out", str(tmp_path / "out"), "--no-progress"],
         capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    with open(tmp_path / "out" / "compat.csv") as f:
+    with open(tmp_path / "out" / "compat-causal-lm.csv") as f:
         table = {row["architecture"]: row for row in csv.DictReader(f)}
     assert set(table) == set(names)
     for name in names[:-1]:
@@ -103,9 +105,11 @@ def test_compat_command_writes_the_table(tmp_path):
         assert float(table[name]["generate_max_diff"]) <= 1e-3
     assert table["xlstm"]["generate"] == "cpu-fail" and table["xlstm"]["generate_reason"]
     summary = proc.stdout.strip().splitlines()[-1]
-    assert summary.startswith("compat: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%) · train")
+    assert summary.startswith(
+        "compat [causal-lm]: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%) · train")
     assert "1 fail on CPU itself" in summary
-    assert (tmp_path / "out" / "compat.md").read_text().startswith("**compat: generate 4/4")
+    assert (tmp_path / "out" / "compat-causal-lm.md").read_text().startswith("**compat [causal-lm]: generate 4/4")
+    assert (tmp_path / "out" / "compat.md").read_text().startswith("**compat [causal-lm]: generate 4/4")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -114,14 +118,17 @@ def test_compat_command_writes_the_table(tmp_path):
     (["--only", "llama", "--atol", "-1"], "--atol must be"),
     (["--only", "llama", "--timeout", "0"], "--timeout must be"),
     (["--only", "llama", "--checks", "generate,bogus"], "unknown check"),
-    (["--only", "no_such_arch"], "not causal-LM architectures"),
+    (["--family", "causal-lm", "--only", "no_such_arch"], "not causal-LM architectures"),
+    (["--only", "no_such_arch"], "not entries of causal-lm, image-text-to-text"),
+    (["--family", "vision", "--only", "llama"], "unknown family 'vision'"),
+    (["--family", "encoder", "--only", "bert", "--checks", "generate"], "unknown check"),
 ])
 def test_compat_command_rejects_bad_arguments_before_running(args, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torch_neuronx.cli.main", "compat", *args,
                            "--out", str(tmp_path / "out"), "--no-progress"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
-    assert not (tmp_path / "out" / "compat.csv").exists()
+    assert not (tmp_path / "out" / "compat-causal-lm.csv").exists()
 
 
 def test_compat_command_checks_the_output_folder_first(tmp_path):

@@ -1,5 +1,5 @@
-"""``torch-neuronx compat``: every causal-LM architecture of the installed transformers, tiny,
-on ``neuron`` against the CPU (:mod:`torch_neuronx.model_coverage`)."""
+"""``torch-neuronx compat``: every Hugging Face model family of the installed transformers and
+Diffusers, tiny, on ``neuron`` against the CPU (:mod:`torch_neuronx.model_coverage`)."""
 from __future__ import annotations
 
 import argparse
@@ -9,75 +9,127 @@ from pathlib import Path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Adds ``compat [--only A,B] [--jobs N] [--out DIR] ...`` to ``subparsers``."""
+    """Adds ``compat [--family F] [--only A,B] [--jobs N] [--out DIR] ...`` to ``subparsers``."""
+    from ..model_coverage.families import FAMILIES
+
     p = subparsers.add_parser(
-        "compat", help="tiny model of every transformers causal-LM architecture: generate, compiled "
-                       "static-cache generate and a training step on neuron vs CPU")
-    p.add_argument("--only", default=None, help="comma-separated model types (default: all)")
-    p.add_argument("--list", action="store_true", help="print the architectures and exit")
+        "compat", help="tiny model of every Hugging Face architecture of each family (causal LMs, vision-language, "
+                       "seq2seq, speech, encoders, Diffusers models): neuron vs CPU, eager, compiled and a "
+                       "training step")
+    p.add_argument("--family", default="all",
+                   help=f"comma-separated families of {', '.join(FAMILIES)} (default: all)")
+    p.add_argument("--only", default=None,
+                   help="comma-separated entries: model types (class names for encoder and diffusers; a model "
+                        "type selects all its encoder classes); default: all")
+    p.add_argument("--list", action="store_true", help="print the entries of the families and exit")
     p.add_argument("--jobs", type=int, default=2, help="worker processes, one NeuronCore each (default 2)")
-    p.add_argument("--timeout", type=float, default=240.0, help="seconds per architecture (default 240)")
-    p.add_argument("--checks", default="generate,compiled,train",
-                   help="subset of generate,compiled,train (default: all three)")
-    p.add_argument("--new-tokens", type=int, default=8, help="tokens generated per run (default 8)")
+    p.add_argument("--timeout", type=float, default=240.0, help="seconds per entry (default 240)")
+    p.add_argument("--checks", default=None,
+                   help="subset of each family's checks (generate, forward, compiled, train); default: all of them")
+    p.add_argument("--new-tokens", type=int, default=None,
+                   help="tokens generated per run by generative families (default 8 for causal-lm, 4 for the others)")
     p.add_argument("--atol", type=float, default=1e-3, help="logits tolerance (default 1e-3)")
     p.add_argument("--out", default="compat-results",
-                   help="folder for compat.csv and compat.md (default ./compat-results)")
+                   help="folder for compat-<family>.csv / .md and compat.md (default ./compat-results)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs the command; exit status 0 when the required rates (``report.THRESHOLDS``: generate ≥ 98%,
-    compiled ≥ 95% of the architectures passing on CPU) are met, 1 otherwise, 2 on bad arguments."""
+    """Runs the command; exit status 0 when every family run meets the required rates
+    (``report.THRESHOLDS``: the eager check ≥ 98%, compiled ≥ 95% of the entries passing on CPU),
+    1 otherwise, 2 on bad arguments."""
     from ..model_coverage import report as rpt
-    from ..model_coverage.checks import CHECKS
-    from ..model_coverage.runner import causal_lm_architectures, run_coverage
+    from ..model_coverage.families import FAMILIES, Family, get_family
+    from ..model_coverage.runner import run_coverage
 
-    every = causal_lm_architectures()
-    if args.list:
-        print("\n".join(every))
-        return 0
     def fail(message: str) -> int:
         print(f"torch-neuronx compat: {message}", file=sys.stderr)
         return 2
 
+    wanted = [f.strip() for f in args.family.split(",") if f.strip()]
+    if wanted == ["all"] or not wanted:
+        wanted = list(FAMILIES)
+    try:
+        families = [get_family(f) for f in dict.fromkeys(wanted)]
+    except ValueError as err:
+        return fail(str(err))
+    if args.list:
+        for fam in families:
+            if len(families) > 1:
+                print(f"# {fam.name}")
+            print("\n".join(fam.entries()))
+        return 0
+    plan: list[tuple[Family, list[str]]] = []
     if args.only is not None:
         names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))
         if not names:
             return fail("--only names no architecture (see --list)")
+        matched: set[str] = set()
+        for fam in families:
+            selected = fam.select(names)
+            matched |= set(selected)
+            if fam.name == "encoder":
+                table = fam.implementation().entry_table()
+                matched |= {table[e][0] for e in selected}
+            if selected:
+                plan.append((fam, selected))
+        unknown = [n for n in names if n not in matched]
+        if unknown:
+            if [f.name for f in families] == ["causal-lm"]:
+                return fail(f"not causal-LM architectures of transformers: {unknown} (see --list)")
+            return fail(f"not entries of {', '.join(f.name for f in families)}: {unknown} (see --list)")
     else:
-        names = every
-    checks = tuple(dict.fromkeys(c.strip() for c in args.checks.split(",") if c.strip()))
-    bad = [c for c in checks if c not in CHECKS]
-    if bad or not checks:
-        return fail(f"unknown check(s) {bad}; choose from {', '.join(CHECKS)}")
-    if args.new_tokens < 1:
+        plan = [(fam, fam.entries()) for fam in families]
+    checks = None
+    if args.checks is not None:
+        checks = tuple(dict.fromkeys(c.strip() for c in args.checks.split(",") if c.strip()))
+        every = {c for fam, _ in plan for c in fam.checks}
+        bad = [c for c in checks if c not in every]
+        if bad or not checks:
+            return fail(f"unknown check(s) {bad}; choose from {', '.join(sorted(every))}")
+    if args.new_tokens is not None and args.new_tokens < 1:
         return fail(f"--new-tokens must be at least 1, got {args.new_tokens}")
     if not args.atol >= 0:
         return fail(f"--atol must be ≥ 0, got {args.atol}")
     if not args.timeout > 0:
         return fail(f"--timeout must be > 0 seconds, got {args.timeout}")
     out = Path(args.out)
-    try:  # before the run: a typo must not cost the results of a 10-minute run
+    try:  # before the run: a typo must not cost the results of a long run
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".compat-write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as err:
         return fail(f"--out {out}: cannot write there ({err.strerror or err}); choose a writable folder")
-    start = time.perf_counter()
-    try:
-        reports = run_coverage(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
-                             options={"checks": list(checks), "new_tokens": args.new_tokens, "atol": args.atol})
-    except ValueError as err:
-        print(f"torch-neuronx compat: {err}", file=sys.stderr)
-        return 2
-    seconds = time.perf_counter() - start
-    print(rpt.to_text(reports))
-    (out / "compat.csv").write_text(rpt.to_csv(reports))
-    (out / "compat.md").write_text(rpt.to_markdown(reports, seconds))
-    print(f"\nwrote {out / 'compat.csv'} and {out / 'compat.md'}")
-    summary = rpt.summarize(reports, seconds)
-    print(summary.line())
-    return 0 if summary.meets_thresholds() else 1
+    ok, lines, tables = True, [], []
+    for fam, names in plan:
+        options: dict[str, object] = {"atol": args.atol}
+        fam_checks = fam.checks
+        if checks is not None:
+            options["checks"] = [c for c in checks if c in fam_checks]
+            if not options["checks"]:
+                continue
+        if args.new_tokens is not None and "generate" in fam_checks:
+            options["new_tokens"] = args.new_tokens
+        start = time.perf_counter()
+        try:
+            reports = run_coverage(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
+                                   options=options, family=fam.name)
+        except ValueError as err:
+            return fail(str(err))
+        seconds = time.perf_counter() - start
+        labels = fam.labels()
+        print(rpt.to_text(reports))
+        stem = f"compat-{fam.name}"
+        (out / f"{stem}.csv").write_text(rpt.to_csv(reports))
+        md = rpt.to_markdown(reports, seconds, fam.name, labels)
+        (out / f"{stem}.md").write_text(md)
+        tables.append(f"## {fam.name}\n\n{md}")
+        summary = rpt.summarize(reports, seconds, fam.name, labels)
+        lines.append(summary.line())
+        ok = ok and summary.meets_thresholds()
+        print(f"\nwrote {out / (stem + '.csv')} and {out / (stem + '.md')}\n{summary.line()}\n")
+    (out / "compat.md").write_text("\n".join(f"**{line}**  " for line in lines) + "\n\n" + "\n".join(tables))
+    print("\n".join(lines))
+    return 0 if ok else 1

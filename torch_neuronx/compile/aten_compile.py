@@ -28,8 +28,13 @@ from .serialization import deserialize, inductor_cache_dir, serialize
 #: ``fx_graph_cache`` off (our cache is the only one, so the metrics are exact);
 #: ``cuda_backend="cpp"``: Inductor's ``get_current_backend()`` answers ``cuda_backend`` for
 #: any device it does not know, and its C++ code generator needs "cpp" there (dtype
-#: propagation of indirect indices); no CUDA device is involved in a neuron graph.
-INDUCTOR_PATCHES: Final[dict[str, Any]] = {"fx_graph_cache": False, "cuda_backend": "cpp"}
+#: propagation of indirect indices); no CUDA device is involved in a neuron graph;
+#: ``layout_optimization`` off: Inductor would make convolution inputs channels-last and then
+#: assert the channels-last output strides its CPU heuristics predict, while PyTorch's fake kernel
+#: for a PrivateUse1 convolution (the ``Overrideable`` backend) predicts contiguous outputs, so
+#: every compiled UNet / VAE / conv stem failed its stride assertion; NHWC buys nothing here.
+INDUCTOR_PATCHES: Final[dict[str, Any]] = {"fx_graph_cache": False, "cuda_backend": "cpp",
+                                           "layout_optimization": False}
 
 
 def graph_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

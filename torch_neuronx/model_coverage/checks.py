@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypedDict, get_args
 
@@ -46,12 +47,16 @@ CPU_FAIL: Final = "cpu-fail"
 SKIP: Final = "skip"
 STATUSES: tuple[Status, ...] = get_args(Status)
 
-#: The checks of one architecture, in the order they run and are reported.
-Check = Literal["generate", "compiled", "train"]
-CHECKS: tuple[Check, ...] = get_args(Check)
-#: How the summary line and the table name each check.
+#: Every check of every family, in the order they run and are reported: ``generate`` (eager greedy
+#: generate) or ``forward`` (eager forward outputs), then ``compiled``, then ``train``.
+Check = Literal["generate", "forward", "compiled", "train"]
+ALL_CHECKS: tuple[Check, ...] = get_args(Check)
+#: The checks of one causal-LM architecture (this module), in the order they run and are reported.
+CHECKS: tuple[Check, ...] = ("generate", "compiled", "train")
+#: How the summary line and the table name each check (a family may name ``compiled`` its own way).
 CHECK_LABELS: dict[Check, str] = {
-    "generate": "generate", "compiled": "compiled static-cache generate", "train": "train step",
+    "generate": "generate", "forward": "forward", "compiled": "compiled static-cache generate",
+    "train": "train step",
 }
 
 
@@ -131,7 +136,7 @@ class Report:
                    seconds=d.get("seconds", 0.0))
 
 
-def _reason(err: BaseException) -> str:
+def error_reason(err: BaseException) -> str:
     """One line naming the error and where in the library it was raised."""
     msg = " ".join(str(err).split())[:220]
     frames = traceback.extract_tb(err.__traceback__)
@@ -164,7 +169,9 @@ def _generate(model, input_ids, new_tokens: int, **kwargs):
     return out.sequences.cpu(), logits
 
 
-def _compare_generation(ref, got, atol: float) -> Outcome:
+def compare_generation(ref: tuple[Any, Any], got: tuple[Any, Any], atol: float) -> Outcome:
+    """Compares ``(tokens, logits)`` of a generate run with the CPU's: tokens equal, the same non-finite
+    logits, finite logits within ``atol`` (absolute)."""
     import torch
 
     (ref_tokens, ref_logits), (tokens, logits) = ref, got
@@ -194,7 +201,9 @@ def _train_step(model, input_ids):
     return float(loss.detach().cpu()), grads
 
 
-def _compare_train(ref, got, atol: float) -> Outcome:
+def compare_train(ref: tuple[float, dict[str, Any]], got: tuple[float, dict[str, Any]], atol: float) -> Outcome:
+    """Compares ``(loss, {name: grad})`` of a training step with the CPU's: loss within ``atol`` × max(1, |loss|),
+    the same gradients present, each within ``atol`` × max(1, max |g_cpu|)."""
     (ref_loss, ref_grads), (loss, grads) = ref, got
     if abs(ref_loss - loss) > atol * max(1.0, abs(ref_loss)):
         return Outcome(FAIL, f"loss {loss:.6g} vs CPU {ref_loss:.6g}", abs(ref_loss - loss))
@@ -212,6 +221,28 @@ def _compare_train(ref, got, atol: float) -> Outcome:
     if worst > atol:
         return Outcome(FAIL, f"gradient of {worst_name} differs by {worst:.2e} (relative) > {atol:g}", worst)
     return Outcome(PASS, "", worst)
+
+
+def run_check(report: Report, name: Check, requested: tuple[Check, ...], reference: Callable[[], Any],
+              candidate: Callable[[], Any], compare: Callable[[Any, Any, float], Outcome], atol: float) -> None:
+    """Runs one check into ``report.outcomes[name]``: "skip" when ``name`` is not in ``requested``;
+    ``reference()`` on the CPU ("cpu-fail" if it raises); ``candidate()`` on the device ("fail" if it
+    raises); then ``compare(ref, got, atol)`` — unless ``candidate`` returned an :class:`Outcome`
+    itself (e.g. a skip it decided)."""
+    if name not in requested:
+        report.outcomes[name] = Outcome(SKIP, "not requested")
+        return
+    try:
+        ref = reference()
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        report.outcomes[name] = Outcome(CPU_FAIL, error_reason(err))
+        return
+    try:
+        got = candidate()
+    except Exception as err:  # noqa: BLE001
+        report.outcomes[name] = Outcome(FAIL, error_reason(err))
+        return
+    report.outcomes[name] = got if isinstance(got, Outcome) else compare(ref, got, atol)
 
 
 def validate_options(**options: Any) -> None:
@@ -267,7 +298,7 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         report.model_class = type(cpu_model).__name__
         report.params = sum(p.numel() for p in cpu_model.parameters())
     except Exception as err:  # noqa: BLE001 - reported, not raised
-        reason = f"building the tiny model: {_reason(err)}"
+        reason = f"building the tiny model: {error_reason(err)}"
         report.outcomes = {c: Outcome(CPU_FAIL, reason) for c in CHECKS}
         report.seconds = time.perf_counter() - start
         return report
@@ -284,26 +315,13 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         # (transformers types PreTrainedModel.to through functools.wraps, which loses the method's self.)
         return model.to(device)  # type: ignore[arg-type]
 
-    def run(name: str, reference, candidate, compare):
-        if name not in checks:
-            report.outcomes[name] = Outcome(SKIP, "not requested")
-            return
-        try:
-            ref = reference()
-        except Exception as err:  # noqa: BLE001
-            report.outcomes[name] = Outcome(CPU_FAIL, _reason(err))
-            return
-        try:
-            got = candidate()
-        except Exception as err:  # noqa: BLE001
-            report.outcomes[name] = Outcome(FAIL, _reason(err))
-            return
-        report.outcomes[name] = got if isinstance(got, Outcome) else compare(ref, got, atol)
+    def run(name: Check, reference, candidate, compare):
+        run_check(report, name, checks, reference, candidate, compare, atol)
 
     run("generate",
         lambda: _generate(cpu_model, input_ids, new_tokens),
         lambda: _generate(on_device().eval(), input_ids, new_tokens),
-        _compare_generation)
+        compare_generation)
 
     def compiled_reference():
         cpu_model.load_state_dict(pristine)
@@ -331,7 +349,7 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
                               f"{' '.join(recompiles[0]['guard'].split())[:160]}")
         return got
 
-    run("compiled", compiled_reference, compiled_candidate, _compare_generation)
+    run("compiled", compiled_reference, compiled_candidate, compare_generation)
     if recompile_note and report.outcomes["compiled"].status == PASS:
         report.outcomes["compiled"].reason = recompile_note  # a pass that recompiled: worth knowing
 
@@ -340,6 +358,6 @@ def check_architecture(model_type: str, *, device: str = "neuron", new_tokens: i
         model.load_state_dict(pristine)
         return _train_step(model, input_ids)
 
-    run("train", train_reference, lambda: _train_step(on_device(), input_ids), _compare_train)
+    run("train", train_reference, lambda: _train_step(on_device(), input_ids), compare_train)
     report.seconds = time.perf_counter() - start
     return report

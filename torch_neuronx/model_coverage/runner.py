@@ -1,4 +1,4 @@
-"""Runs the model-coverage checks over many architectures in parallel worker processes.
+"""Runs the model-coverage checks of one family over many entries in parallel worker processes.
 
 ``jobs`` workers (:mod:`.worker`) each take the next architecture from a shared queue; worker
 ``i`` runs on ``neuron:(i mod device_count)``, so a two-worker run uses two NeuronCores. An
@@ -19,7 +19,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from .checks import CHECKS, FAIL, Outcome, Report, validate_options
+from .checks import FAIL, Check, Outcome, Report
+from .families import get_family, validate_family_options
 from .worker import MARK
 
 
@@ -49,7 +50,7 @@ class _Worker:
             self.proc.wait()
         self.proc = None
 
-    def run(self, model_type: str, timeout: float) -> Report:
+    def run(self, model_type: str, timeout: float, checks: tuple[Check, ...]) -> Report:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             proc = self.start()
@@ -60,7 +61,7 @@ class _Worker:
             proc.stdin.flush()
         except BrokenPipeError:
             self.stop()
-            return _failed(model_type, "the worker process exited before starting", 0.0)
+            return _failed(model_type, "the worker process exited before starting", 0.0, checks)
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         try:
@@ -68,50 +69,54 @@ class _Worker:
                 left = timeout - (time.perf_counter() - start)
                 if left <= 0 or not sel.select(left):
                     self.stop()
-                    return _failed(model_type, f"timed out after {timeout:.0f} s", time.perf_counter() - start)
+                    return _failed(model_type, f"timed out after {timeout:.0f} s", time.perf_counter() - start,
+                                   checks)
                 line = proc.stdout.readline()
                 if not line:  # EOF: the worker died
                     code = proc.wait()
                     self.proc = None
                     return _failed(model_type, f"the worker process died (exit status {code})",
-                                   time.perf_counter() - start)
+                                   time.perf_counter() - start, checks)
                 if line.startswith(MARK):
                     return Report.from_dict(json.loads(line[len(MARK):]))
         finally:
             sel.close()
 
 
-def _failed(model_type: str, reason: str, seconds: float) -> Report:
-    return Report(model_type, outcomes={c: Outcome(FAIL, reason) for c in CHECKS}, seconds=seconds)
+def _failed(model_type: str, reason: str, seconds: float, checks: tuple[Check, ...]) -> Report:
+    return Report(model_type, outcomes={c: Outcome(FAIL, reason) for c in checks}, seconds=seconds)
 
 
 def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float = 240.0,
                options: dict[str, object] | None = None, progress: bool = True,
-               on_report: Callable[[Report], None] | None = None) -> list[Report]:
+               on_report: Callable[[Report], None] | None = None, family: str = "causal-lm") -> list[Report]:
     """Checks ``architectures`` with ``jobs`` worker processes and returns the reports in the
     order of ``architectures``.
 
     Args:
-        architectures: ``model_type`` names (see :func:`causal_lm_architectures`).
+        architectures: entry names of ``family`` (model types; class names for ``encoder`` and
+            ``diffusers``; see :func:`causal_lm_architectures` and :mod:`.families`).
         jobs: worker processes (≥ 1); each uses one NeuronCore and one CPU thread.
         timeout: seconds allowed per architecture (all its checks together).
         options: keyword arguments of :func:`~.checks.check_architecture` (``new_tokens``,
             ``atol``, ``checks``, ...), JSON-serialisable.
         progress: show a tqdm progress bar on stderr.
         on_report: called (from a runner thread) with each report as it arrives.
+        family: a family name of :data:`~.families.FAMILIES` (default ``"causal-lm"``).
 
     Raises:
-        ValueError: ``jobs`` < 1, ``timeout`` ≤ 0, an architecture unknown to transformers or listed
-            twice, or an option :func:`~.checks.check_architecture` does not take or rejects.
+        ValueError: an unknown family, ``jobs`` < 1, ``timeout`` ≤ 0, an entry unknown to the family or
+            listed twice, or an option the family's ``check_entry`` does not take or rejects.
     """
     import torch
 
+    fam = get_family(family)
     names = list(architectures)
-    known = set(causal_lm_architectures())
+    known = set(fam.entries())
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"not causal-LM architectures of transformers: {unknown}; "
-                         f"see `torch-neuronx compat --list`")
+        what = "causal-LM architectures of transformers" if family == "causal-lm" else f"{family} entries"
+        raise ValueError(f"not {what}: {unknown}; see `torch-neuronx compat --family {family} --list`")
     if jobs < 1:
         raise ValueError(f"jobs must be ≥ 1, got {jobs}")
     if not timeout > 0:
@@ -119,7 +124,9 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
     if len(set(names)) != len(names):
         raise ValueError(f"architectures listed twice: {sorted({n for n in names if names.count(n) > 1})}")
     # A bad option raises here, in the caller's process, not as a model failure in a worker.
-    validate_options(**(options or {}))
+    validate_family_options(fam, dict(options or {}))
+    requested = (options or {}).get("checks")
+    checks: tuple[Check, ...] = tuple(requested) if isinstance(requested, (list, tuple)) else fam.checks
     cores = max(1, torch.neuron.device_count())  # type: ignore[attr-defined]  # registered by the autoload
     env = {k: v for k, v in os.environ.items()}
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -131,7 +138,7 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
 
     from tqdm import tqdm
 
-    bar = tqdm(total=len(names), desc="compat", unit="arch", disable=not progress, file=sys.stderr)
+    bar = tqdm(total=len(names), desc=f"compat {family}", unit="arch", disable=not progress, file=sys.stderr)
     lock = threading.Lock()
 
     def serve(worker: _Worker) -> None:
@@ -141,7 +148,7 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
                     index, name = todo.get_nowait()
                 except queue.Empty:
                     return
-                report = worker.run(name, timeout)
+                report = worker.run(name, timeout, checks)
                 results[index] = report
                 with lock:
                     bar.set_postfix_str(name)
@@ -151,7 +158,8 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
         finally:
             worker.stop()
 
-    workers = [_Worker(f"neuron:{i % cores}", dict(options or {}), env) for i in range(min(jobs, len(names)) or 1)]
+    worker_options = {**(options or {}), "family": family}
+    workers = [_Worker(f"neuron:{i % cores}", worker_options, env) for i in range(min(jobs, len(names)) or 1)]
     threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
     for t in threads:
         t.start()

@@ -130,6 +130,29 @@ def _known(config, key: str) -> bool:
     return _field(config, key) is not None
 
 
+def has_field(config: Any, key: str) -> bool:
+    """True when ``config`` has ``key`` (directly or through its ``attribute_map``) as a settable field."""
+    return _known(config, key)
+
+
+def get_field(config: Any, key: str, default: Any = None) -> Any:
+    """``getattr(config, key, default)`` treating any error (per-layer attributes raise on global
+    access) as absent."""
+    return _get(config, key, default)
+
+
+def shrink_overrides(config: Any) -> dict[str, Any]:
+    """The shrinking keyword arguments (:data:`SHRINK`, zeroed dropouts, one layer per layer type, token
+    ids inside the tiny vocabulary) for a default ``config`` instance; nested sub-configs not included."""
+    return _overrides(config)
+
+
+def apply_overrides(config: Any, kwargs: dict[str, Any]) -> Any:
+    """Sets every ``kwargs`` item as an attribute of ``config`` (for configs whose ``__init__`` does not take
+    them by name) and returns ``config``."""
+    return _apply(config, kwargs)
+
+
 def _get(config, key: str, default=None):
     """``getattr`` that treats any error (per-layer attributes raise on global access) as absent."""
     try:

@@ -1,7 +1,8 @@
 """A model-coverage worker process: ``python -m torch_neuronx.model_coverage.worker DEVICE [OPTIONS_JSON]``.
 
-Reads one architecture name per line on stdin, runs :func:`~.checks.check_architecture` on
-``DEVICE`` and writes one line ``@@compat@@ <report JSON>`` per architecture on stdout (other
+Reads one entry name per line on stdin, runs its family's ``check_entry`` (the ``"family"`` key of
+the options, default ``"causal-lm"``; :mod:`.families`) on ``DEVICE`` and writes one line
+``@@compat@@ <report JSON>`` per architecture on stdout (other
 output of the models — prints, warnings — goes to stderr, which the runner discards). Each
 architecture runs in this long-lived process with Dynamo reset between them, so imports and
 Inductor's kernel cache are paid once per worker; the runner restarts a worker that crashes or
@@ -30,20 +31,23 @@ def main() -> int:
     import transformers
 
     transformers.logging.set_verbosity_error()
-    from .checks import check_architecture
+    from .families import get_family
 
+    family = get_family(options.pop("family", "causal-lm"))
+    if "checks" in options:
+        options["checks"] = tuple(options["checks"])
     torch.set_num_threads(int(options.pop("threads", 1)))
     for line in sys.stdin:
         model_type = line.strip()
         if not model_type:
             continue
         try:
-            report = check_architecture(model_type, device=device, **options)
+            report = family.check(model_type, device=device, **options)
         except Exception as err:  # noqa: BLE001 - a bug of the harness itself: report, keep serving
-            from .checks import CHECKS, FAIL, Outcome, Report
+            from .checks import FAIL, Outcome, Report
 
             report = Report(model_type, outcomes={c: Outcome(FAIL, f"model-coverage harness error: {err!r}"[:300])
-                                                  for c in CHECKS})
+                                                  for c in family.checks})
         torch._dynamo.reset()
         out.write(MARK + json.dumps(report.to_dict()) + "\n")
     return 0

@@ -1,0 +1,115 @@
+"""Model families beyond causal LMs (`torch-neuronx compat --family F`): a few representative entries of
+each family pass on `neuron` against the CPU, the tiny builders keep composite models tiny, and the
+command writes one table per family. The full run of every entry is recorded in bench/RESULTS.md."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from torch_neuronx.model_coverage import diffusers_models, encoder, image_text, seq2seq, speech
+from torch_neuronx.model_coverage.checks import CPU_FAIL, PASS, SKIP, Outcome, Report
+from torch_neuronx.model_coverage.families import FAMILIES, get_family
+from torch_neuronx.model_coverage.report import summarize
+
+
+def test_every_family_lists_its_entries():
+    counts = {name: len(f.entries()) for name, f in FAMILIES.items()}
+    assert counts["causal-lm"] > 150 and counts["image-text-to-text"] > 50 and counts["seq2seq"] > 20
+    assert counts["speech-seq2seq"] > 10 and counts["encoder"] > 150 and counts["diffusers"] > 80
+    assert {"whisper"} <= set(speech.entries()) and {"t5", "bart"} <= set(seq2seq.entries())
+    assert {"BertForMaskedLM", "ViTForImageClassification"} <= set(encoder.entries())
+    assert {"Flux2Transformer2DModel", "QwenImage21Transformer2DModel", "UNet2DConditionModel",
+            "AutoencoderKL", "MiniMaxH3Transformer3DModel"} <= set(diffusers_models.entries())
+    assert set(diffusers_models.SPECS) <= set(diffusers_models.entries())
+    assert get_family("encoder").select(["bert"]) == [e for e in encoder.entries()
+                                                      if encoder.entry_table()[e][0] == "bert"]
+
+
+def test_composite_tiny_model_shrinks_every_nesting_level():
+    from torch_neuronx.model_coverage.composite import RESERVED, tiny_composite_model
+
+    model = tiny_composite_model("qwen2_vl", "Qwen2VLForConditionalGeneration")
+    cfg = model.config
+    assert cfg.vision_config.depth <= 2 and cfg.vision_config.embed_dim <= 64
+    assert cfg.text_config.hidden_size <= 64 and cfg.text_config.vocab_size == 256
+    assert 256 - RESERVED <= cfg.image_token_id < 256  # the special id moved into the tiny vocabulary
+    text = cfg.text_config
+    assert sum(text.rope_parameters["mrope_section"]) == text.hidden_size // text.num_attention_heads // 2
+    assert sum(p.numel() for p in model.parameters()) < 1_000_000
+
+
+def test_seq2seq_generate_and_compiled_static_cache():
+    report = seq2seq.check_entry("bart")
+    assert report.model_class == "BartForConditionalGeneration"
+    for check in ("generate", "compiled"):
+        assert report.outcomes[check].status == PASS, report.outcomes[check]
+        assert report.outcomes[check].max_diff <= 1e-3
+
+
+@pytest.mark.parametrize("family, entry", [(image_text, "llava"), (speech, "whisper")])
+def test_image_and_speech_generate(family, entry):
+    report = family.check_entry(entry, checks=("generate",))
+    assert report.outcomes["generate"].status == PASS, report.outcomes["generate"]
+    assert report.outcomes["compiled"].status == SKIP
+
+
+@pytest.mark.parametrize("entry", ["BertForMaskedLM", "BartForSequenceClassification", "ViTForImageClassification",
+                                   "ConvNextForImageClassification"])
+def test_encoder_forward_and_train_step(entry):
+    report = encoder.check_entry(entry)
+    for check in ("forward", "train"):
+        assert report.outcomes[check].status == PASS, report.outcomes[check]
+
+
+def test_diffusers_denoiser_eager_compiled_and_train():
+    report = diffusers_models.check_entry("FluxTransformer2DModel")
+    for check in ("forward", "compiled", "train"):
+        assert report.outcomes[check].status == PASS, report.outcomes[check]
+        assert report.outcomes[check].max_diff <= 1e-3
+
+
+def test_diffusers_vae_compiles_with_convolutions():
+    """Compiled convolutions: Inductor's channels-last layout optimisation used to assert the wrong
+    output strides for a `neuron` convolution (every compiled UNet / VAE failed)."""
+    report = diffusers_models.check_entry("AutoencoderKL", checks=("compiled",))
+    assert report.outcomes["compiled"].status == PASS, report.outcomes["compiled"]
+
+
+def test_diffusers_class_without_spec_is_skipped_not_counted():
+    assert "AutoencoderKLWan" not in diffusers_models.SPECS
+    report = diffusers_models.check_entry("AutoencoderKLWan")
+    assert {o.status for o in report.outcomes.values()} == {SKIP}
+    ok = Report("FluxTransformer2DModel", outcomes={"forward": Outcome(PASS), "compiled": Outcome(PASS),
+                                                   "train": Outcome(PASS)})
+    cpu = Report("X", outcomes={"forward": Outcome(CPU_FAIL, "e"), "compiled": Outcome(CPU_FAIL, "e"),
+                                "train": Outcome(CPU_FAIL, "e")})
+    summary = summarize([ok, report, cpu], family="diffusers", labels=get_family("diffusers").labels())
+    assert summary.rates["forward"].counted == 1 and summary.meets_thresholds()
+    line = summary.line()
+    assert line.startswith("compat [diffusers]: forward 1/1 (100.0%) · compiled forward 1/1")
+    assert "1 skipped (not counted)" in line and "1 fail on CPU itself" in line
+
+
+def test_compat_command_runs_two_families(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--family", "encoder,seq2seq", "--only",
+         "bert,marian", "--out", str(tmp_path / "out"), "--no-progress", "--checks", "forward,train,generate"],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(tmp_path / "out" / "compat-encoder.csv") as f:
+        table = {row["architecture"]: row for row in csv.DictReader(f)}
+    assert set(table) == {"BertForMaskedLM", "BertForSequenceClassification"}
+    assert all((r["forward"], r["train"]) == ("pass", "pass") for r in table.values())
+    with open(tmp_path / "out" / "compat-seq2seq.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["architecture"], r["generate"]) for r in rows] == [("marian", "pass")]
+    lines = proc.stdout.strip().splitlines()[-2:]
+    assert lines[0].startswith("compat [encoder]: forward 2/2 (100.0%) · train step 2/2 (100.0%)")
+    assert lines[1].startswith("compat [seq2seq]: generate 1/1 (100.0%) · compiled static-cache generate not run")
+    assert (tmp_path / "out" / "compat.md").read_text().startswith("**compat [encoder]")

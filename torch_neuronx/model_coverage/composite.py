@@ -1,0 +1,222 @@
+"""Tiny random-weight models of any transformers model class, composite ones included.
+
+:func:`tiny_config` (the causal-LM builder, :mod:`.tiny`) shrinks one level of ``sub_configs``.
+Vision-language, encoder-decoder and speech models nest deeper (a vision tower inside a
+multimodal config, an audio tower inside a text config) and use size names a decoder never has
+(``depth``, ``embed_dim``, ``d_ff``...). :func:`tiny_composite_model` therefore:
+
+1. shrinks every nesting level with :mod:`.tiny`'s table plus :data:`NESTED_SHRINK`;
+2. zeroes every random probability, floats and per-stage lists (:data:`RANDOM_KEYS`): the
+   device's random stream differs from the CPU's by design, so a draw in the forward pass or in
+   train mode would make the comparison meaningless;
+3. moves every special token id (``*_token_id``, ``*_token_index``) that the released vocabulary
+   placed above the tiny one into the top :data:`RESERVED` ids, distinct per id, at every level;
+4. rescales multimodal rotary sections (``mrope_section``) to the tiny head size, and Gemma-3
+   style pooled image tokens (``mm_tokens_per_image``) to the tiny patch grid;
+5. applies :data:`EXTRA` (per-architecture settings the generic rules cannot infer).
+
+No file is read or downloaded; weights come from ``torch.manual_seed(seed)``.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from typing import TYPE_CHECKING, Any
+
+from . import tiny as _tiny
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedModel
+
+#: Sizes of vision / audio towers and encoder-decoder stacks the causal-LM table does not know.
+NESTED_SHRINK: dict[str, int] = {
+    "depth": 2, "embed_dim": 64, "num_heads": 4, "vision_layers": 2, "num_layers": 2, "num_decoder_layers": 2,
+    "projection_dim": 64, "out_hidden_size": 64, "d_ff": 128, "d_kv": 16, "encoder_hidden_size": 64,
+    "num_encoder_layers": 2, "decoder_hidden_size": 64, "decoder_num_hidden_layers": 2,
+    "decoder_intermediate_size": 128, "decoder_num_attention_heads": 4, "text_hidden_size": 64,
+    "vision_hidden_size": 64, "mm_hidden_size": 64, "qformer_hidden_size": 64,
+}
+
+#: Config keys (suffixes) holding a probability of a random draw: zeroed, floats and lists.
+RANDOM_KEYS = ("drop_path_rate", "drop_connect_rate", "layerdrop", "drop_path", "stochastic_depth_prob",
+               "hidden_dropout", "attention_dropout", "dropout", "_pdrop", "dropout_prob", "dropout_rate",
+               "router_jitter_noise")
+
+#: Per-architecture settings (model type -> config keyword arguments) the generic rules cannot infer.
+EXTRA: dict[str, dict[str, Any]] = {
+    **{k: v for k, v in _tiny.EXTRA.items() if k != "reformer"},
+    # the masked-LM / classification Reformer is bidirectional (``is_decoder`` False), local attention only
+    "reformer": {"is_decoder": False, "attn_layers": ["local", "local"], "axial_pos_shape": [2, 4],
+                 "axial_pos_embds_dim": [32, 32], "local_attn_chunk_length": 4, "num_buckets": 4},
+    # 3 heads of the released Swin-style stages do not divide the tiny width
+    "swin": {"embed_dim": 32, "depths": [1, 1], "num_heads": [2, 2], "window_size": 4, "image_size": 32},
+    "swinv2": {"embed_dim": 32, "depths": [1, 1], "num_heads": [2, 2], "window_size": 4, "image_size": 32},
+    "donut-swin": {"embed_dim": 32, "depths": [1, 1], "num_heads": [2, 2], "window_size": 4, "image_size": 32},
+    "convnext": {"hidden_sizes": [16, 32], "depths": [1, 1], "num_stages": 2},
+    "convnextv2": {"hidden_sizes": [16, 32], "depths": [1, 1], "num_stages": 2},
+    "mobilebert": {"embedding_size": 64, "intra_bottleneck_size": 64, "true_hidden_size": 64},
+    "squeezebert": {"embedding_size": 64},
+}
+
+#: The top ids of the tiny vocabulary kept for special tokens; prompts draw below them.
+RESERVED = 32
+
+_SPECIAL_ID = re.compile(r"(_token_id|_token_index|_token_ids)$")
+#: Config classes whose modelling code applies Qwen-VL's default rotary sections when the config has none.
+_MROPE_DEFAULT = frozenset({"PaddleOCRTextConfig", "PaddleOCRVLTextConfig"})
+
+
+def _shrink_kwargs(cfg: Any) -> dict[str, Any]:
+    out = _tiny.shrink_overrides(cfg)
+    for key, value in cfg.to_dict().items():
+        if not key.endswith(RANDOM_KEYS) or isinstance(value, bool):
+            continue
+        if isinstance(value, float) and value > 0:
+            out[key] = 0.0
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
+            out[key] = [0.0] * len(value)
+    for key, value in NESTED_SHRINK.items():
+        current = _tiny.get_field(cfg, key)
+        if _tiny.has_field(cfg, key) and isinstance(current, int) and not isinstance(current, bool):
+            out[key] = min(value, current)
+    return out
+
+
+def _tiny_instance(cfg: Any, extra: dict[str, Any]) -> Any:
+    kwargs = _shrink_kwargs(cfg)
+    for name in getattr(cfg, "sub_configs", None) or {}:
+        sub = getattr(cfg, name, None)
+        if sub is not None and hasattr(sub, "to_dict"):
+            kwargs[name] = _tiny_instance(sub, {})
+    kwargs.update(extra)
+    cls = type(cfg)
+    merged = {k: v for k, v in {**cfg.to_dict(), **kwargs}.items() if k != "transformers_version"}
+    for build in (lambda: cls(**kwargs), lambda: cls(**merged)):
+        try:
+            return build()
+        except Exception:  # noqa: BLE001 - the next way
+            continue
+    return _tiny.apply_overrides(copy.deepcopy(cfg), kwargs)
+
+
+def tiny_nested_config(config_class: type[PreTrainedConfig], **extra: Any) -> PreTrainedConfig:
+    """A shrunk instance of ``config_class``, every nested sub-config shrunk too (module docstring,
+    steps 1-2); ``extra`` keyword arguments are applied last at the top level.
+
+    Raises:
+        Whatever the config class raises when its own validation rejects the shrunk values.
+    """
+    return _tiny_instance(config_class(), dict(extra))
+
+
+def vocab_size(config: Any) -> int:
+    """The text vocabulary of ``config`` (its own ``vocab_size`` or its ``text_config``'s), 256 if none."""
+    for cfg in (config, _tiny.get_field(config, "text_config"), _tiny.get_field(config, "decoder")):
+        v = _tiny.get_field(cfg, "vocab_size") if cfg is not None else None
+        if isinstance(v, int) and v > 0:
+            return v
+    return 256
+
+
+def remap_special_ids(config: Any) -> None:
+    """Moves every special token id ≥ ``vocab − RESERVED`` into the reserved top ids of the tiny
+    vocabulary (the same old id always gets the same new id), at every nesting level, in place."""
+    vocab = vocab_size(config)
+    table: dict[int, int] = {}
+
+    def new_id(old: int) -> int:
+        if old not in table:
+            table[old] = min(vocab - 1, vocab - RESERVED + len(table))
+        return table[old]
+
+    def walk(cfg: Any) -> None:
+        for key, value in list(cfg.__dict__.items()):
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value)
+            elif _SPECIAL_ID.search(key) and not isinstance(value, bool):
+                if isinstance(value, int) and value >= max(3, vocab - RESERVED):
+                    setattr(cfg, key, new_id(value))
+                elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+                    setattr(cfg, key, [new_id(v) if v >= max(3, vocab - RESERVED) else v for v in value])
+    walk(config)
+
+
+def _scaled(sections: list[int], total: int) -> list[int]:
+    s = sum(sections)
+    out = [max(1, round(x * total / s)) for x in sections]
+    out[-1] += total - sum(out)
+    return out
+
+
+def fix_rope_sections(config: Any) -> None:
+    """Rescales multimodal rotary sections (``mrope_section``) to sum to the tiny rotary half-size,
+    at every nesting level, in place; sets Qwen-VL's implicit default ``[16, 24, 24]`` first where the
+    modelling code would apply it."""
+    def walk(cfg: Any) -> None:
+        for value in list(cfg.__dict__.values()):
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value)
+        hd = _tiny.get_field(cfg, "head_dim")
+        if not isinstance(hd, int):
+            h, n = _tiny.get_field(cfg, "hidden_size"), _tiny.get_field(cfg, "num_attention_heads")
+            hd = h // n if isinstance(h, int) and isinstance(n, int) and n else None
+        rp = getattr(cfg, "rope_parameters", None)
+        factor = (rp.get("partial_rotary_factor") if isinstance(rp, dict) else None) or _tiny.get_field(
+            cfg, "partial_rotary_factor")
+        if isinstance(factor, float) and hd and factor < 1:
+            hd = int(hd * factor)
+        for attr in ("rope_parameters", "rope_scaling"):
+            rp = getattr(cfg, attr, None)
+            if not (isinstance(rp, dict) and hd):
+                continue
+            implicit = ("mrope_section" in (getattr(cfg, "ignore_keys_at_rope_validation", None) or ())
+                        or type(cfg).__name__ in _MROPE_DEFAULT)
+            if implicit and "mrope_section" not in rp:
+                rp["mrope_section"] = [16, 24, 24]
+            for key in ("mrope_section", "mrope_sections"):
+                if isinstance(rp.get(key), list) and sum(rp[key]) != hd // 2:
+                    rp[key] = _scaled(rp[key], hd // 2)
+    walk(config)
+
+
+def fix_pooled_image_tokens(config: Any) -> None:
+    """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
+    from the tiny vision tower, in place."""
+    vc, mm = _tiny.get_field(config, "vision_config"), _tiny.get_field(config, "mm_tokens_per_image")
+    if vc is None or not isinstance(mm, int):
+        return
+    size, patch = _tiny.get_field(vc, "image_size"), _tiny.get_field(vc, "patch_size")
+    if isinstance(size, int) and isinstance(patch, int) and patch:
+        side = size // patch
+        k = next((d for d in range(2, side + 1) if side % d == 0), 1)
+        config.mm_tokens_per_image = (side // k) ** 2
+
+
+def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> PreTrainedModel:
+    """A tiny random-weight ``class_name`` (a transformers model class) in float32 on the CPU, in eval
+    mode, built from the config class the model class declares (module docstring).
+
+    Args:
+        model_type: the transformers ``model_type`` (selects :data:`EXTRA`).
+        class_name: a model class exported by transformers, e.g. ``"T5ForConditionalGeneration"``.
+        seed: seeds the weights.
+
+    Raises:
+        AttributeError: transformers exports no ``class_name``.
+        Anything the config or model constructor raises for the shrunk sizes.
+    """
+    import torch
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_class = getattr(transformers, class_name)
+    config_class = getattr(model_class, "config_class", None) or CONFIG_MAPPING[model_type]
+    config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
+    remap_special_ids(config)
+    fix_rope_sections(config)
+    fix_pooled_image_tokens(config)
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    if model_type == "xmod":  # X-MOD needs an adapter language before any forward
+        model.set_default_language(config.languages[0])
+    return model

@@ -1,0 +1,248 @@
+"""The ``diffusers`` family: every transformer, UNet and VAE model class Diffusers exports
+(``diffusers.models.transformers``, ``.unets``, ``.autoencoders``). An entry is named by its class.
+
+Diffusers model classes have no config class to shrink generically (their ``__init__`` defaults are
+the released sizes, up to billions of parameters), so each class needs a tiny spec: ``__init__``
+keyword arguments and forward inputs (:data:`SPECS`, written for this table). A class without a spec
+is reported "skip" with that reason, outside the rates.
+
+``forward``
+    Eager forward on the CPU and on the device, same seeded inputs; the first output tensor
+    (``sample``) within ``atol``.
+``compiled``
+    ``model.compile(backend="neuron")`` (what the examples do to the denoiser), forward on the device
+    vs the CPU's eager output.
+``train``
+    ``loss = mean(out²)``, backward: loss and every gradient within ``atol`` (relative to
+    max(1, |ref|)).
+
+Randomness is removed before comparing (the device's random stream differs from the CPU's by
+design): every ``nn.Dropout`` gets ``p = 0`` and label dropout (``dropout_prob``) is zeroed.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from .checks import Check, Outcome, Report, compare_train, error_reason, run_check
+from .encoder import compare_tensors
+
+CHECKS: tuple[Check, ...] = ("forward", "compiled", "train")
+#: The Diffusers sub-packages whose exported model classes are entries.
+KINDS = ("transformers", "unets", "autoencoders")
+
+#: An input: a shape (seeded ``randn``), ``("timestep", n)`` (``[n]`` float steps), ``("arange", shape)``
+#: (int64 coordinates), ``("ones_long", shape)``, ``("value", python_object)``.
+InputSpec = Any
+
+#: Class name -> (``__init__`` keyword arguments, forward inputs).
+SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
+    "UNet2DModel": (
+        {"sample_size": 16, "in_channels": 3, "out_channels": 3, "layers_per_block": 1,
+         "block_out_channels": (16, 32), "down_block_types": ("DownBlock2D", "AttnDownBlock2D"),
+         "up_block_types": ("AttnUpBlock2D", "UpBlock2D"), "norm_num_groups": 8, "attention_head_dim": 8},
+        {"sample": (1, 3, 16, 16), "timestep": ("timestep", 1)}),
+    "UNet2DConditionModel": (
+        {"sample_size": 16, "in_channels": 4, "out_channels": 4, "layers_per_block": 1,
+         "block_out_channels": (16, 32), "down_block_types": ("CrossAttnDownBlock2D", "DownBlock2D"),
+         "up_block_types": ("UpBlock2D", "CrossAttnUpBlock2D"), "cross_attention_dim": 32, "norm_num_groups": 8,
+         "attention_head_dim": 8},
+        {"sample": (1, 4, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (1, 8, 32)}),
+    "AutoencoderKL": (
+        {"in_channels": 3, "out_channels": 3, "down_block_types": ("DownEncoderBlock2D",) * 2,
+         "up_block_types": ("UpDecoderBlock2D",) * 2, "block_out_channels": (16, 32), "latent_channels": 4,
+         "norm_num_groups": 8, "layers_per_block": 1},
+        {"sample": (1, 3, 16, 16)}),
+    "AutoencoderTiny": (
+        {"in_channels": 3, "out_channels": 3, "encoder_block_out_channels": (16, 16),
+         "decoder_block_out_channels": (16, 16), "num_encoder_blocks": (1, 1), "num_decoder_blocks": (1, 1),
+         "latent_channels": 4},
+        {"sample": (1, 3, 16, 16)}),
+    "FluxTransformer2DModel": (
+        {"patch_size": 1, "in_channels": 4, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
+         "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,
+         "axes_dims_rope": [4, 4, 8]},
+        {"hidden_states": (1, 16, 4), "encoder_hidden_states": (1, 8, 32), "pooled_projections": (1, 32),
+         "img_ids": (16, 3), "txt_ids": (8, 3), "timestep": ("timestep", 1)}),
+    "Flux2Transformer2DModel": (
+        {"patch_size": 1, "in_channels": 4, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
+         "num_attention_heads": 2, "joint_attention_dim": 32, "timestep_guidance_channels": 256,
+         "axes_dims_rope": [4, 4, 4, 4]},
+        {"hidden_states": (1, 16, 4), "encoder_hidden_states": (1, 8, 32), "img_ids": ("arange", (1, 16, 4)),
+         "txt_ids": ("arange", (1, 8, 4)), "timestep": ("timestep", 1), "guidance": ("timestep", 1)}),
+    "QwenImageTransformer2DModel": (
+        {"patch_size": 2, "in_channels": 16, "out_channels": 4, "num_layers": 2, "attention_head_dim": 16,
+         "num_attention_heads": 2, "joint_attention_dim": 16, "axes_dims_rope": (8, 4, 4)},
+        {"hidden_states": (1, 16, 16), "encoder_hidden_states": (1, 8, 16),
+         "encoder_hidden_states_mask": ("ones_long", (1, 8)), "timestep": ("timestep", 1),
+         "img_shapes": ("value", [(1, 4, 4)])}),
+    "SD3Transformer2DModel": (
+        {"sample_size": 8, "patch_size": 2, "in_channels": 4, "num_layers": 1, "attention_head_dim": 8,
+         "num_attention_heads": 2, "joint_attention_dim": 32, "caption_projection_dim": 16,
+         "pooled_projection_dim": 16, "out_channels": 4},
+        {"hidden_states": (1, 4, 8, 8), "encoder_hidden_states": (1, 8, 32), "pooled_projections": (1, 16),
+         "timestep": ("timestep", 1)}),
+    "PixArtTransformer2DModel": (
+        {"sample_size": 8, "num_layers": 1, "patch_size": 2, "attention_head_dim": 8, "num_attention_heads": 2,
+         "in_channels": 4, "out_channels": 8, "cross_attention_dim": 16, "caption_channels": 16,
+         "norm_num_groups": 8, "use_additional_conditions": False},
+        {"hidden_states": (1, 4, 8, 8), "encoder_hidden_states": (1, 8, 16), "timestep": ("timestep", 1),
+         "added_cond_kwargs": ("value", {"aspect_ratio": None, "resolution": None})}),
+    "DiTTransformer2DModel": (
+        {"sample_size": 8, "num_layers": 1, "patch_size": 2, "attention_head_dim": 8, "num_attention_heads": 2,
+         "in_channels": 4, "out_channels": 8, "num_embeds_ada_norm": 8, "norm_num_groups": 8},
+        {"hidden_states": (1, 4, 8, 8), "timestep": ("timestep", 1), "class_labels": ("ones_long", (1,))}),
+}
+
+
+def entries() -> list[str]:
+    """Every exported Diffusers model class defined under one of :data:`KINDS`, sorted by name."""
+    import inspect
+
+    import diffusers
+    from diffusers.models.modeling_utils import ModelMixin
+
+    out = []
+    for name in sorted(dir(diffusers)):
+        try:
+            obj = getattr(diffusers, name)
+        except Exception:  # noqa: BLE001 - an export whose optional dependency is missing
+            continue
+        if inspect.isclass(obj) and issubclass(obj, ModelMixin):
+            parts = obj.__module__.split(".")
+            if len(parts) > 2 and parts[1] == "models" and parts[2] in KINDS:
+                out.append(name)
+    return out
+
+
+def make_inputs(spec: dict[str, InputSpec], seed: int = 0) -> dict[str, Any]:
+    """The CPU forward inputs of an :data:`InputSpec` dict (float32, seeded CPU generator)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    out: dict[str, Any] = {}
+    for name, s in spec.items():
+        if isinstance(s, tuple) and s and isinstance(s[0], str):
+            kind, arg = s
+            if kind == "timestep":
+                out[name] = torch.full((arg,), 500.0)
+            elif kind == "arange":
+                out[name] = torch.arange(int(torch.tensor(arg).prod())).reshape(arg) % 7
+            elif kind == "ones_long":
+                out[name] = torch.ones(arg, dtype=torch.long)
+            else:
+                out[name] = arg
+        else:
+            out[name] = torch.randn(s, generator=g)
+    return out
+
+
+def _to(x: Any, device: Any) -> Any:
+    if hasattr(x, "to") and hasattr(x, "dtype"):
+        return x.to(device)
+    if isinstance(x, dict):
+        return {k: _to(v, device) for k, v in x.items()}
+    return x
+
+
+def _first_tensor(out: Any) -> Any:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    for key in ("sample", "last_hidden_state"):
+        value = getattr(out, key, None)
+        if isinstance(value, torch.Tensor):
+            return value
+    if isinstance(out, (tuple, list)):
+        return next(t for t in (_first_tensor(v) for v in out) if t is not None)
+    if hasattr(out, "to_tuple"):
+        return _first_tensor(out.to_tuple())
+    return None
+
+
+def tiny_diffusers_model(class_name: str, seed: int = 0) -> Any:
+    """The tiny ``class_name`` of :data:`SPECS`, float32 on the CPU, eval mode, randomness removed.
+
+    Raises:
+        KeyError: no tiny spec for ``class_name``.
+    """
+    import diffusers
+    import torch
+
+    init, _ = SPECS[class_name]
+    torch.manual_seed(seed)
+    model = getattr(diffusers, class_name)(**init).eval()
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if isinstance(getattr(module, "dropout_prob", None), float):
+            module.dropout_prob = 0.0
+    return model
+
+
+def forward(model: Any, inputs: dict[str, Any], grad: bool = False) -> Any:
+    """The first output tensor of ``model(**inputs)`` with the inputs moved to the model's device."""
+    import torch
+
+    device = next(model.parameters()).device
+    with torch.set_grad_enabled(grad):
+        return _first_tensor(model(**_to(inputs, device)))
+
+
+def _train(model: Any, inputs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    model.train()
+    loss = forward(model, inputs, grad=True).float().pow(2).mean()
+    loss.backward()
+    grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    return float(loss.detach().cpu()), grads
+
+
+def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
+                checks: tuple[Check, ...] = CHECKS, seed: int = 0) -> Report:
+    """The checks of one Diffusers model class (module docstring) on ``device``.
+
+    Raises:
+        Never for a model's failure; a class without a spec gets "skip" outcomes saying so.
+    """
+    import torch
+
+    start = time.perf_counter()
+    report = Report(class_name, class_name)
+    if class_name not in SPECS:
+        report.outcomes = {c: Outcome("skip", "no tiny spec for this class yet") for c in CHECKS}
+        return report
+    try:
+        cpu_model = tiny_diffusers_model(class_name, seed)
+        report.params = sum(p.numel() for p in cpu_model.parameters())
+        inputs = make_inputs(SPECS[class_name][1], seed)
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        report.outcomes = {c: Outcome("cpu-fail", f"building the tiny model: {error_reason(err)}") for c in CHECKS}
+        report.seconds = time.perf_counter() - start
+        return report
+    pristine = copy.deepcopy(cpu_model.state_dict())
+
+    def fresh(dev: str) -> Any:
+        model = copy.deepcopy(cpu_model)
+        model.load_state_dict(pristine)
+        return model.to(dev).eval()
+
+    def reference() -> Any:
+        return forward(fresh("cpu"), inputs).float()
+
+    def compiled() -> Any:
+        model = fresh(device)
+        model.compile(backend="neuron")
+        try:
+            return forward(model, inputs).float().cpu()
+        finally:
+            torch._dynamo.reset()
+
+    run_check(report, "forward", checks, reference, lambda: forward(fresh(device), inputs).float().cpu(),
+              compare_tensors, atol)
+    run_check(report, "compiled", checks, reference, compiled, compare_tensors, atol)
+    run_check(report, "train", checks, lambda: _train(fresh("cpu"), inputs), lambda: _train(fresh(device), inputs),
+              compare_train, atol)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,107 @@
+"""The checks of a generative entry of a non-causal-LM family (image-text-to-text, seq2seq,
+speech-seq2seq): the same two checks as the causal-LM table, from the family's own inputs.
+
+``generate``
+    Greedy ``generate`` (eager, dynamic cache) of ``new_tokens`` tokens from the family's inputs
+    (image + prompt, encoder ids, audio features) on the CPU, then on a copy moved to the device:
+    tokens equal and every step's logits within ``atol``.
+``compiled``
+    ``generate(cache_implementation="static")``: on the CPU with ``disable_compile=True``; on the
+    device transformers compiles the decode step itself (``CompileConfig(backend="neuron")``). Passes
+    when at least one graph was compiled and the tokens equal the CPU's (logits within ``atol``);
+    "skip" when transformers declines to compile the model.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .checks import SKIP, Check, Outcome, Report, compare_generation, error_reason, run_check
+
+#: The checks of a generative family, in order.
+GENERATIVE_CHECKS: tuple[Check, ...] = ("generate", "compiled")
+
+
+def _to(inputs: dict[str, Any], device: Any) -> dict[str, Any]:
+    return {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+
+
+def generate(model: Any, inputs: dict[str, Any], new_tokens: int, **kwargs: Any) -> tuple[Any, Any]:
+    """Greedy ``model.generate(**inputs)`` of exactly ``new_tokens`` tokens on the model's device.
+
+    Returns:
+        ``(sequences, logits)`` on the CPU: int64 ``[1, L]`` and float32 ``[new_tokens, vocab]``.
+    """
+    import torch
+    from transformers import GenerationConfig
+
+    device = next(model.parameters()).device
+    pad = getattr(model.config, "pad_token_id", None)
+    config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, num_beams=1,
+                              output_logits=True, return_dict_in_generate=True,
+                              pad_token_id=pad if isinstance(pad, int) else 0)
+    if getattr(model.config, "is_encoder_decoder", False):  # v5 configs may no longer carry it
+        start = getattr(model.config, "decoder_start_token_id", None)
+        config.decoder_start_token_id = start if isinstance(start, int) else config.pad_token_id
+    out = model.generate(**_to(inputs, device), generation_config=config, **kwargs)
+    return out.sequences.cpu(), torch.stack([step[0].float().cpu() for step in out.logits])
+
+
+def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Callable[[Any], dict[str, Any]], *,
+                     device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
+                     checks: tuple[Check, ...] = GENERATIVE_CHECKS) -> Report:
+    """Runs :data:`GENERATIVE_CHECKS` (module docstring) for one entry and returns its :class:`Report`.
+
+    Args:
+        model_type: the row's name.
+        build: returns the tiny CPU model (its failure is a "cpu-fail" of every check).
+        make_inputs: the CPU inputs of that model (its failure is a "cpu-fail" of every check).
+        device: the device under test; new_tokens: tokens generated per run; atol: logits tolerance.
+        checks: the subset of :data:`GENERATIVE_CHECKS` to run.
+    """
+    import torch
+
+    start = time.perf_counter()
+    report = Report(model_type)
+    try:
+        cpu_model = build()
+        report.model_class = type(cpu_model).__name__
+        report.params = sum(p.numel() for p in cpu_model.parameters())
+        inputs = make_inputs(cpu_model)
+    except Exception as err:  # noqa: BLE001 - reported, not raised
+        what = "building the tiny model" if not report.model_class else "building the inputs"
+        report.outcomes = {c: Outcome("cpu-fail", f"{what}: {error_reason(err)}") for c in GENERATIVE_CHECKS}
+        report.seconds = time.perf_counter() - start
+        return report
+    pristine = copy.deepcopy(cpu_model.state_dict())
+
+    def fresh(dev: str) -> Any:
+        model = copy.deepcopy(cpu_model)
+        model.load_state_dict(pristine)
+        return model.to(dev).eval()
+
+    run_check(report, "generate", checks, lambda: generate(fresh("cpu"), inputs, new_tokens),
+              lambda: generate(fresh(device), inputs, new_tokens), compare_generation, atol)
+
+    def compiled_candidate() -> Any:
+        from ..compile import get_dynamo_metrics
+
+        before = get_dynamo_metrics()["graphs"]
+        try:
+            got = generate(fresh(device), inputs, new_tokens, cache_implementation="static")
+        finally:
+            graphs = get_dynamo_metrics()["graphs"] - before
+            torch._dynamo.reset()
+        if graphs == 0:
+            return Outcome(SKIP, "transformers ran the static cache eagerly (it does not compile this model)")
+        return got
+
+    run_check(report, "compiled", checks,
+              lambda: generate(fresh("cpu"), inputs, new_tokens, cache_implementation="static",
+                               disable_compile=True),
+              compiled_candidate, compare_generation, atol)
+    report.seconds = time.perf_counter() - start
+    return report
+

@@ -1,0 +1,194 @@
+"""Model inputs built offline: token ids, a synthetic image through the model's own image processor
+class, a synthetic waveform through its own feature extractor class.
+
+No tokenizer is needed: prompt ids are drawn from ``[3, vocab − RESERVED)`` and the model's own
+(remapped, :mod:`.composite`) special ids are placed by hand. Processors are built from their
+class defaults (no files), on the PIL backend (no torchvision), with their geometry aligned to the
+tiny config (image size, patch and merge sizes, mel bins).
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from . import tiny as _tiny
+from .composite import RESERVED, vocab_size
+
+#: Model types whose image processor is registered under another model type.
+IMAGE_PROCESSOR_ALIAS: dict[str, str] = {
+    "glm4v_moe": "glm4v", "qwen3_vl_moe": "qwen3_vl", "glm_ocr": "glm4v", "qwen2_5_omni_thinker": "qwen2_5_vl",
+    "qwen3_omni_moe_thinker": "qwen2_vl", "mistral4": "pixtral", "fast_vlm": "llava",
+    "instructblipvideo": "instructblip", "vision-encoder-decoder": "vit", "diffusion_gemma": "gemma3",
+}
+#: Model types whose language model takes ``token_type_ids`` marking the image tokens.
+TOKEN_TYPE_IMAGE = frozenset({"paligemma", "shieldgemma2", "gemma3"})
+_MISMATCH = re.compile(r"tokens: (\d+), features:? (\d+)")
+
+
+def token_ids(n: int, vocab: int, seed: int) -> Any:
+    """``[1, n]`` int64 ids drawn from ``[3, min(vocab, 256) − RESERVED)`` with a seeded CPU generator."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, max(4, min(vocab, 256) - RESERVED), (1, n), generator=g)
+
+
+def synthetic_image(size: int = 64, seed: int = 0) -> Any:
+    """A seeded ``size`` × ``size`` RGB ``PIL.Image`` of uniform noise."""
+    import numpy as np
+    from PIL import Image
+
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 255, (size, size, 3), dtype=np.uint8))
+
+
+def synthetic_waveform(sampling_rate: int, seed: int = 0) -> Any:
+    """One second of a 440 Hz sine plus seeded noise: float32 numpy array ``[sampling_rate]``."""
+    import numpy as np
+
+    t = np.arange(sampling_rate) / sampling_rate
+    noise = np.random.default_rng(seed).standard_normal(sampling_rate)
+    return (0.5 * np.sin(2 * np.pi * 440 * t) + 0.1 * noise).astype(np.float32)
+
+
+def _image_processor(model_type: str, config: Any) -> tuple[Any, dict[str, Any]]:
+    import transformers
+    from transformers.models.auto import image_processing_auto as ipa
+
+    names = ipa.IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type) or ipa.IMAGE_PROCESSOR_MAPPING_NAMES.get(
+        IMAGE_PROCESSOR_ALIAS.get(model_type, ""))
+    if not names:
+        raise LookupError(f"transformers registers no image processor for {model_type!r}")
+    name = (names.get("pil") or names.get("torchvision")) if isinstance(names, dict) else names
+    if not name:
+        raise LookupError(f"transformers registers no image processor class for {model_type!r}")
+    processor = getattr(transformers, name)()
+    vc = _tiny.get_field(config, "vision_config") or config
+    kw: dict[str, Any] = {}
+    size = _tiny.get_field(vc, "image_size")
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    current = getattr(processor, "size", None)
+    if isinstance(size, int) and current is not None:
+        if getattr(current, "height", None) is not None:
+            kw["size"] = {"height": size, "width": size}
+        elif getattr(current, "shortest_edge", None) is not None and getattr(processor, "crop_size", None) is not None:
+            kw["size"] = {"shortest_edge": size}
+        if getattr(processor, "crop_size", None) is not None:
+            kw["crop_size"] = {"height": size, "width": size}
+    for attr, keys in (("patch_size", ("patch_size",)), ("temporal_patch_size", ("temporal_patch_size",)),
+                       ("merge_size", ("spatial_merge_size", "merge_size"))):
+        if hasattr(processor, attr):
+            value = next((v for v in (_tiny.get_field(vc, k) for k in keys) if isinstance(v, int)), None)
+            if value is not None:
+                kw[attr] = value
+    return processor, kw
+
+
+def image_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
+    """The tensors the model type's image processor (class defaults, PIL backend) returns for one
+    :func:`synthetic_image`, its geometry aligned with ``config``'s vision tower.
+
+    Raises:
+        LookupError: transformers registers no image processor for ``model_type``.
+    """
+    import torch
+
+    processor, kw = _image_processor(model_type, config)
+    try:
+        out = processor(images=[synthetic_image(seed=seed)], return_tensors="pt", **kw)
+    except TypeError:  # a processor that takes none of the geometry keywords
+        out = processor(images=[synthetic_image(seed=seed)], return_tensors="pt")
+    return {k: v for k, v in dict(out).items() if isinstance(v, torch.Tensor)}
+
+
+def _image_token(config: Any) -> int | None:
+    for key in ("image_token_id", "image_token_index"):
+        value = _tiny.get_field(config, key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: int = 6) -> dict[str, Any]:
+    """Inputs of an image-text-to-text model: the processor's pixel tensors and ``input_ids`` =
+    ``[3 text ids, N × image token, prompt_len − 3 text ids]``.
+
+    N (how many placeholders the image becomes) is found by running the model once with one
+    placeholder and reading transformers' own "Image features and image tokens do not match,
+    tokens: X, features: N" error (N may count features × hidden size: both are tried). Models
+    with no image placeholder (BLIP, GIT, Pix2Struct, ...) get the pixel tensors and the text ids.
+
+    Raises:
+        LookupError: no image processor; RuntimeError: no placeholder count matched; anything the
+        model raises for other reasons.
+    """
+    import torch
+
+    config = model.config
+    params = inspect.signature(model.forward).parameters
+    pixels = {k: v for k, v in image_inputs(model_type, config, seed).items() if k in params}
+    vocab = vocab_size(config)
+    token = _image_token(config)
+    if token is None:
+        ids = token_ids(prompt_len, vocab, seed)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
+    head, tail = token_ids(3, vocab, seed), token_ids(prompt_len - 3, vocab, seed + 1)
+
+    def make(n: int) -> dict[str, Any]:
+        ids = torch.cat([head, torch.full((1, n), token), tail], 1)
+        d = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
+        if "mm_token_type_ids" in params:
+            d["mm_token_type_ids"] = (ids == token).long()  # what transformers' processors return
+        if "token_type_ids" in params and model_type in TOKEN_TYPE_IMAGE:
+            d["token_type_ids"] = (ids == token).long()
+        return d
+
+    n, tried = 1, {1}
+    text = _tiny.get_field(config, "text_config") or config
+    hidden = _tiny.get_field(text, "hidden_size") or 64
+    for _ in range(4):
+        inputs = make(n)
+        try:
+            with torch.no_grad():
+                model(**inputs)
+            return inputs
+        except Exception as err:
+            m = _MISMATCH.search(str(err))
+            if not m:
+                raise
+            feats = int(m.group(2))
+            options = [c for c in (feats, feats // hidden if feats % hidden == 0 else 0) if c > 0 and c not in tried]
+            if not options:
+                raise
+            n = options[0]
+            tried.add(n)
+    raise RuntimeError(f"{model_type}: no image placeholder count matched the image features (tried {sorted(tried)})")
+
+
+def speech_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
+    """The tensors the model type's feature extractor (class defaults; ``feature_size`` set to the
+    config's mel bins when they differ) returns for one :func:`synthetic_waveform`.
+
+    Raises:
+        LookupError: transformers registers no feature extractor for ``model_type``.
+    """
+    import torch
+    import transformers
+    from transformers.models.auto import feature_extraction_auto as fea
+
+    name = fea.FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type)
+    if name is None:
+        raise LookupError(f"transformers registers no feature extractor for {model_type!r}")
+    cls = getattr(transformers, name)
+    extractor = cls()
+    audio = _tiny.get_field(config, "audio_config") or _tiny.get_field(config, "encoder_config") or config
+    mel = next((v for v in (_tiny.get_field(audio, k) for k in ("num_mel_bins", "feature_size", "input_feat_size"))
+                if isinstance(v, int)), None)
+    if mel is not None and getattr(extractor, "feature_size", mel) != mel:
+        try:
+            extractor = cls(feature_size=mel)
+        except TypeError:
+            pass
+    rate = getattr(extractor, "sampling_rate", 16000)
+    out = extractor(synthetic_waveform(rate, seed), sampling_rate=rate, return_tensors="pt")
+    return {k: v for k, v in dict(out).items() if isinstance(v, torch.Tensor)}
