@@ -262,3 +262,15 @@ def test_affine_loop_writes_distinct_columns_of_a_bf16_tile(entry):
     a = RNG.uniform(size=(128, 256)).astype(F32)
     got = k(a) if entry == "jit" else legacy.simulate_kernel(k, a)
     np.testing.assert_allclose(got, -a.reshape(128, 4, 64).max(-1), rtol=1e-2)
+
+
+def test_reshape_takes_the_shape_by_keyword():
+    @legacy.jit
+    def k(a):
+        n, c, h, w = a.shape
+        o = lnl.ndarray((n * c, h * w), dtype=a.dtype, buffer=lnl.shared_hbm)
+        flat = a.reshape(shape=(n * c, h, w))             # AWS's signature: reshape(self, shape)
+        lnl.store(o.reshape((n * c, h, w)), value=lnl.load(flat))
+        return o
+    a = _rand(2, 3, 4, 5)
+    np.testing.assert_array_equal(k(a), a.reshape(6, 20))
