@@ -242,3 +242,35 @@ def test_accumulating_matmuls_into_an_uninitialised_psum_tile():
         return o
     a, b = _rand(512, 128), _rand(512, 256)
     np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("entry", ["jit", "simulate_kernel"])
+def test_affine_loop_writes_distinct_columns_of_a_bf16_tile(entry):
+    # simulate_kernel keeps bf16 values in fp32 (AWS's legacy simulator); column i of a bf16 tile is
+    # still its own element, so iterations writing different columns do not conflict
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray((128, 4), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        res = lnl.ndarray((lnl.par_dim(128), 4), dtype=lnl.bfloat16)
+        ip = lnl.arange(128)[:, None]
+        iff = lnl.arange(64)[None, :]
+        for i in lnl.affine_range(4):
+            x = lnl.load(a[ip, i * 64 + iff], dtype=lnl.bfloat16)
+            res[ip, i] = lisa.tensor_reduce(np.max, data=x, axis=(1,), dtype=lnl.bfloat16, negate=True)
+        lnl.store(o, value=res)
+        return o
+    a = RNG.uniform(size=(128, 256)).astype(F32)
+    got = k(a) if entry == "jit" else legacy.simulate_kernel(k, a)
+    np.testing.assert_allclose(got, -a.reshape(128, 4, 64).max(-1), rtol=1e-2)
+
+
+def test_reshape_takes_the_shape_by_keyword():
+    @legacy.jit
+    def k(a):
+        n, c, h, w = a.shape
+        o = lnl.ndarray((n * c, h * w), dtype=a.dtype, buffer=lnl.shared_hbm)
+        flat = a.reshape(shape=(n * c, h, w))             # AWS's signature: reshape(self, shape)
+        lnl.store(o.reshape((n * c, h, w)), value=lnl.load(flat))
+        return o
+    a = _rand(2, 3, 4, 5)
+    np.testing.assert_array_equal(k(a), a.reshape(6, 20))

@@ -257,7 +257,9 @@ class Access:
         """The same elements addressed in units of the *storage* element (for the side arrays of
         timing and loop-conflict tracking, which hold one value per storage element)."""
         st = self.storage
-        vs, ss = dtypes.np_dtype(self.dtype).itemsize, st.data.itemsize
+        # units of the storage's *logical* element: a bf16 tensor kept in fp32 (keep-fp32 storage)
+        # still has one storage element per bf16 element
+        vs, ss = dtypes.np_dtype(self.dtype).itemsize, dtypes.np_dtype(st.dtype).itemsize
         if vs == ss:
             return self
         idx = (self.flat_indices() * vs) // ss
@@ -638,8 +640,9 @@ class NkiTensor(_TileOps):
         n = int(np.prod(self.shape[start_dim:end_dim + 1], dtype=np.int64))
         return self.reshape(list(self.shape[:start_dim]) + [n] + list(self.shape[end_dim + 1:]))
 
-    def reshape(self, *shape: Any) -> NkiTensor:
-        """A view of the same elements with a new shape (no copy).
+    def reshape(self, *args: Any, shape: Any = None) -> NkiTensor:
+        """A view of the same elements with a new shape (no copy): ``t.reshape(shape)`` (AWS's
+        signature, also ``shape=``) or ``t.reshape(d0, d1, ...)``.
 
         On-chip tensors keep their partition dim (``shape[0] == t.shape[0]``).
 
@@ -647,9 +650,13 @@ class NkiTensor(_TileOps):
             err_invalid_instruction_argument: element count differs, or the layout cannot be described
                 by strides (after a non-contiguous slice or a permute).
         """
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        new = _infer_shape(shape, self.size)
+        if shape is not None:
+            if args:
+                raise TypeError("reshape() got the shape both positionally and as shape=")
+            args = (shape,)
+        if len(args) == 1 and isinstance(args[0], (tuple, list)):
+            args = tuple(args[0])
+        new = _infer_shape(args, self.size)
         if int(np.prod(new, dtype=np.int64)) != self.size:
             raise err_invalid_instruction_argument(f"reshape {list(self.shape)} -> {list(new)}: element counts "
                                                    "differ")

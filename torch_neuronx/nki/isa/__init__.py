@@ -49,8 +49,12 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, *, is_stationary_onezero
               is_moving_onezero: bool = False, is_transpose: bool = False, tile_position: Any = (),
               tile_size: Any = (), mask: Any = None, perf_mode: Any = None) -> NkiTensor:
     """``stationary[K, M].T @ moving[K, N]`` -> a new fp32 PSUM tile [M, N] (Tensor Engine);
-    ``perf_mode='double_row*'``: [K, 2, M] x [K, 2, N] FP8 operands."""
+    ``perf_mode='double_row*'``: [K, 2, M] x [K, 2, N] FP8 operands. A PSUM operand (e.g. the result of
+    a Tensor Engine ``nc_transpose``, as AWS's flash-attention backward passes) is copied to SBUF first,
+    as AWS's legacy compiler does (the copy is charged to the Vector Engine)."""
     double = (getattr(perf_mode, "value", perf_mode) or "none") != "none"
+    stationary = highlevel.to_sbuf(stationary, "nc_matmul")
+    moving = highlevel.to_sbuf(moving, "nc_matmul")
     instructions.check_matmul_operands(stationary, moving, "nc_matmul", double)
     m = stationary.shape[-1]
     n = moving.shape[-1]
