@@ -13,9 +13,11 @@ Public API (also re-exported from ``torch_neuronx``):
     (:mod:`.metrics`);
   * :func:`pad_to_multiple`, :func:`bucket_size`, :func:`pad_batch_to_bucket` (:mod:`.padding`).
 
-Modules, one concern each: :mod:`.backend` (the Dynamo backend), :mod:`.static_shapes`,
+Modules, one concern each: :mod:`.backend` (the Dynamo backend), :mod:`.default_backend`
+(``torch.compile`` without ``backend=``: auto-selection), :mod:`.static_shapes`,
 :mod:`.dynamo_config`, :mod:`.graph_identity`, :mod:`.aten_compile` (each ATen graph through the
-cache), :mod:`.cache_key`, :mod:`.serialization`, :mod:`.cache`, :mod:`.device_pinning`,
+cache), :mod:`.cache_key`, :mod:`.serialization`, :mod:`.cache`, :mod:`.mega_cache`
+(``torch.compiler`` cache artifacts), :mod:`.precompile` (AOT compile refused), :mod:`.device_pinning`,
 :mod:`.inductor_device`, :mod:`.decompositions`, :mod:`.fallback`, :mod:`.metrics`,
 :mod:`.debug`, :mod:`.padding`.
 

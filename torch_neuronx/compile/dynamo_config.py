@@ -16,7 +16,10 @@ point) or :func:`torch_neuronx.compile.register` runs. It must come before Dynam
 first frame, not at the backend's first graph: Dynamo's local profile-guided optimisation
 (``torch._dynamo.config.automatic_dynamic_local_pgo``, on by default) can mark dimensions
 dynamic on a frame's very first trace, from a profile an earlier process recorded.
-Importing ``torch`` or ``torch_neuronx`` (or ``torch_neuronx.compile``) does not apply it.
+Importing ``torch`` or ``torch_neuronx`` (or ``torch_neuronx.compile``) does not apply it. With the
+backend auto-selected (``torch.compile`` without ``backend=``, :mod:`.default_backend`), the module
+loads when the first graph reaches backend ``"neuron"``: that first frame was traced with Dynamo's
+default, every later trace (its recompiles included) is static.
 
 **Why process-wide.** Dynamo reads the setting while it traces, before any backend sees the
 graph. Dynamo has two ways to scope it to some frames: ``torch.compile(..., dynamic=False)``,
