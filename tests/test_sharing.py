@@ -123,3 +123,17 @@ def test_fork_children_share_the_parents_memory():
     assert (theirs == 3.0).all().item()
     for p, b in zip(model.parameters(), before, strict=True):
         assert torch.equal(p.detach().cpu(), b + 1)
+
+
+def test_empty_cache_keeps_live_tensors_and_accounting():
+    keep = torch.arange(1000.0, device="neuron")
+    big = torch.ones(9 << 20, device="neuron")  # 36 MiB: a mapping of its own
+    small = [torch.full((100,), float(i), device="neuron") for i in range(50)]
+    before = torch.neuron.memory_allocated()
+    del big, small
+    freed = torch.neuron.memory_allocated()
+    torch.neuron.empty_cache()  # unmaps the host memory kept for reuse, never live memory
+    assert torch.neuron.memory_allocated() == freed < before
+    assert keep.cpu().tolist() == torch.arange(1000.0).tolist()
+    again = torch.full((9 << 20,), 2.0, device="neuron")
+    assert again.sum().item() == 2.0 * (9 << 20)

@@ -116,7 +116,8 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     return true;
   }
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
-    // Nothing is cached: freed memory returns to the host at once.
+    // Nothing is accounted as cached; the host memory the arena keeps for reuse goes back.
+    shared_arena_release_cached();
   }
   void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
     // Execution is synchronous: no cross-stream lifetime to extend.

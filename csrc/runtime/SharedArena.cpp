@@ -23,7 +23,7 @@ constexpr size_t kSegmentBytes = size_t(64) << 20; // arena segment
 constexpr size_t kOwnMappingBytes = size_t(32) << 20; // from here on: a mapping per allocation
 // Freed own mappings kept for reuse, at most this many bytes: first-touch page faults of shared
 // memory cost more than of private memory, and training steps allocate the same large sizes.
-constexpr size_t kCachedMappingBytes = size_t(256) << 20;
+constexpr size_t kCachedMappingBytes = size_t(128) << 20;
 
 size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -269,6 +269,23 @@ HostChunk map_memfd(int fd, size_t nbytes) {
   c.map_bytes = bytes;
   c.fd = fd;
   return c;
+}
+
+void shared_arena_release_cached() {
+  Arena& a = arena();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  for (const auto& [bytes, ptr] : a.cached_mappings) {
+    munmap(ptr, bytes);
+  }
+  a.cached_mappings.clear();
+  a.cached_bytes = 0;
+  if (a.empty_segment >= 0) {
+    auto it = a.free_by_addr.find(reinterpret_cast<uintptr_t>(a.segments[a.empty_segment].base));
+    TORCH_INTERNAL_ASSERT(it != a.free_by_addr.end() && it->second.size == a.segments[a.empty_segment].size);
+    erase_free(a, it);
+    unmap_segment(a, a.empty_segment);
+    a.empty_segment = -1;
+  }
 }
 
 void shared_arena_fork_prepare() {

@@ -8,7 +8,7 @@
 //   `is_shared() == True` for device storages is true.
 // * Small and medium allocations are sub-allocated (best fit, coalescing) from
 //   64 MiB segments; allocations of 32 MiB or more get their own mapping
-//   (freed ones are kept for reuse up to 256 MiB, then unmapped).
+//   (freed ones are kept for reuse up to 128 MiB, then unmapped).
 // * A fork child never allocates from, nor returns memory to, the segments and
 //   cached mappings it inherited (they are the parent's memory): it maps its own.
 // * To send a tensor to an unrelated process (`spawn`), its storage moves to a
@@ -47,6 +47,10 @@ HostChunk memfd_chunk(size_t nbytes);
 // Maps the memory file `fd` (at least `nbytes` long) shared; the chunk takes
 // ownership of `fd`. Raises c10::Error naming the failure.
 HostChunk map_memfd(int fd, size_t nbytes);
+
+// Unmaps the host memory kept for reuse (cached own mappings, the empty
+// segment); torch.neuron.empty_cache() calls it.
+void shared_arena_release_cached();
 
 // Fork handlers (called by the device allocator's pthread_atfork handlers,
 // after it locked its own state): prepare locks the arena, parent unlocks it,

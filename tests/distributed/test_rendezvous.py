@@ -147,8 +147,9 @@ def test_tp_degree_not_dividing_heads_is_caught_before_the_forward(tmp_path):
     # the device sees the "tp" mesh and the sharded parameters and raises check_tp_degree's error.
     proc = torchrun("tp_degree", 3, str(tmp_path / "llama8"))
     assert proc.returncode == 0, report(proc)
-    errors = dict(re.findall(r"\[rank (\d)\] ERROR (.*)", proc.stdout))
-    assert sorted(errors) == ["0", "1", "2"], report(proc)
-    for message in errors.values():
-        assert message.startswith("TensorParallelDegreeError: tp_size=3 does not divide num_attention_heads=8")
-        assert "Use a tp_size among [1, 2, 4, 8]" in message
+    for kind in ("ERROR", "COMPILED_ERROR"):
+        errors = dict(re.findall(rf"\[rank (\d)\] {kind} (.*)", proc.stdout))
+        assert sorted(errors) == ["0", "1", "2"], report(proc)
+        for message in errors.values():
+            assert message.startswith("TensorParallelDegreeError: tp_size=3 does not divide num_attention_heads=8")
+            assert "Use a tp_size among [1, 2, 4, 8]" in message

@@ -27,8 +27,8 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     ``NEURON_RT_ROOT_COMM_ID`` from the store's address if still unset
     (:func:`.rendezvous.fill_root_comm_id`), checks one rank per core
     (:func:`.rendezvous.claim_core`) and starts this process's heartbeat (used
-    to name a rank that died); a group of several ranks installs the TP-degree
-    check (:func:`.tp_degree.install_forward_check`).
+    to name a rank that died); a sub-group installs the TP-degree check
+    (:func:`.tp_degree.install_forward_check`).
 
     Args:
         opts: ``torch.distributed._DistributedBackendOptions`` (store,
@@ -47,10 +47,10 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     if not dist.is_initialized():
         rendezvous.claim_core(opts.store, opts.group_rank, opts.group_size)
         pg.start_heartbeat(opts.store)
-    if opts.group_size > 1:
-        # Tensor-parallel models (DTensor parameters on a "tp" mesh dimension, which reuses this
-        # group when it spans the world): check their TP degree against their heads before their
-        # first forward.
+    else:
+        # A sub-group: new_group or a DeviceMesh (transformers' DistributedConfig builds a 4-d mesh
+        # whose size-1 dimensions come here even when "tp" spans the world). Tensor-parallel models
+        # on it get their TP degree checked against their heads before their first forward.
         tp_degree.install_forward_check()
     return pg
 

@@ -8,8 +8,8 @@ and transformers itself only fails later, in the forward, with an unrelated
 reshape error; this check says which count fails.
 
 Call :func:`check_tp_degree` before sharding; the device also runs it by itself
-(:func:`install_forward_check`, installed when a ``neuron`` process group of
-several ranks is created): before the first forward of a module that has
+(:func:`install_forward_check`, installed when a ``neuron`` sub-group such as
+a DeviceMesh dimension is created): before the first forward of a module that has
 a ``config`` with attention heads and parameters sharded (DTensor) over a
 ``neuron`` mesh with a ``"tp"`` dimension — transformers'
 ``from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))`` — so
@@ -85,14 +85,20 @@ def _has_heads(config: Any) -> bool:
 
 
 def _check_before_forward(module: torch.nn.Module, args: Any) -> None:
-    if torch.compiler.is_compiling():  # checked by the eager forward; nothing to trace
+    global _hook_handle
+    if torch.compiler.is_compiling():  # checked by the eager call of the compiled wrapper
         return
+    if type(module).__name__ == "OptimizedModule":  # torch.compile(model): check the model it wraps
+        module = module._modules.get("_orig_mod") or module
     config = module.__dict__.get("config")
     if config is None or module in _checked:
         return
     tp_size = tp_mesh_size(module) if _has_heads(config) else None
     if tp_size is not None:
         check_tp_degree(config, tp_size)  # raises; the module stays unchecked, so every forward raises
+        if _hook_handle is not None:  # a tensor-parallel model passed: no global hook left behind
+            _hook_handle.remove()
+            _hook_handle = None
     _checked.add(module)
 
 
@@ -101,9 +107,11 @@ def install_forward_check() -> None:
     on the first forward of each module that has a ``config`` with attention heads and
     parameters sharded over a ``neuron`` mesh's ``"tp"`` dimension (:func:`tp_mesh_size`).
 
-    Called by the c10d creator when a ``neuron`` group of several ranks is created, so
-    single-process programs never run the hook; modules without a ``config`` cost one
-    dictionary lookup per call, and compiled code (Dynamo) skips it.
+    Called by the c10d creator when a ``neuron`` sub-group is created (``new_group``, a
+    DeviceMesh such as transformers' ``DistributedConfig`` builds), so programs with one
+    group (DDP) never run the hook. It removes itself once a tensor-parallel model passed;
+    until then modules without a ``config`` cost one dictionary lookup per call, and compiled
+    code (Dynamo) skips it (a ``torch.compile`` wrapper is checked through the model it wraps).
     """
     global _hook_handle
     if _hook_handle is None:
