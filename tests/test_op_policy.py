@@ -83,6 +83,16 @@ def test_loss_reductions_warn_nothing(loss, reduction):
     assert torch.equal(na.grad.cpu(), a.grad)
 
 
+def test_linalg_solve_with_a_cpu_operand_is_a_device_error():
+    """Through the structured composite, A on the CPU beside a neuron B was an INTERNAL ASSERT."""
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 3) + 3 * torch.eye(3), torch.randn(3, 2)
+    for args in ((a, N(b)), (N(a), b)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*_linalg_solve_ex"):
+            torch.linalg.solve(*args)
+    torch.testing.assert_close(torch.linalg.solve(N(a), N(b)).cpu(), torch.linalg.solve(a, b))
+
+
 def test_foreach_ops_run_as_one_op():
     tensors = [torch.randn(3), torch.randn(5), torch.randn(2)]
     out, ops = _run_tracked(torch._foreach_mul, [N(t) for t in tensors], 3.0)

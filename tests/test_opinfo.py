@@ -417,7 +417,7 @@ def _check_op(op, dtype_name: str, emit) -> dict:
     return result
 
 
-def _worker_main(dtype_name: str, fd: int) -> None:
+def _worker_main(dtype_name: str, fd: int, check=None) -> None:
     import faulthandler
     import warnings
 
@@ -442,7 +442,7 @@ def _worker_main(dtype_name: str, fd: int) -> None:
         index = int(line)
         op = op_db[index]
         try:
-            res = _check_op(op, dtype_name, emit)
+            res = (check or _check_op)(op, dtype_name, emit)
         except BaseException as e:  # noqa: BLE001 - anything escaping counts against the op
             res = {"status": "fail", "stage": "harness", "error": f"{type(e).__name__}: {_short(e)}"}
         emit({"event": "result", **res})
@@ -454,7 +454,7 @@ def _worker_main(dtype_name: str, fd: int) -> None:
 
 
 class _Worker:
-    def __init__(self, dtype_name: str, events: queue.Queue):
+    def __init__(self, dtype_name: str, events: queue.Queue, module: str = "tests.test_opinfo"):
         read_fd, write_fd = os.pipe()
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ)
@@ -463,7 +463,7 @@ class _Worker:
         # on the path, so it imports this checkout's tests package and torch_neuronx.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.test_opinfo", "--worker", dtype_name, str(write_fd)],
+            [sys.executable, "-m", module, "--worker", dtype_name, str(write_fd)],
             cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -546,14 +546,20 @@ def _selected_ops(dtype: torch.dtype):
     return chosen
 
 
-def run_sweep(dtype_name: str, workers: int = WORKERS) -> list[dict]:
-    """Run every op supporting ``dtype_name`` on CPU; one result dict per op."""
-    ops = _selected_ops(DTYPES[dtype_name])
+def run_sweep(dtype_name: str, workers: int = WORKERS, module: str = "tests.test_opinfo",
+              ops: list | None = None) -> list[dict]:
+    """Run every op supporting ``dtype_name`` on CPU; one result dict per op.
+
+    ``module`` and ``ops`` let other sweeps reuse the crash-isolating worker pool: ``module`` is run
+    as ``python -m module --worker <dtype_name> <fd>`` (its worker calls :func:`_worker_main` with its
+    own check), ``ops`` is the list of (op_db index, name) to run (default: every op supporting
+    ``dtype_name``)."""
+    ops = ops if ops is not None else _selected_ops(DTYPES[dtype_name])
     names = dict(ops)
     pending = collections.deque(index for index, _ in ops)
     results: dict[int, dict] = {}
     events: queue.Queue = queue.Queue()
-    pool = [_Worker(dtype_name, events) for _ in range(min(workers, max(1, len(pending))))]
+    pool = [_Worker(dtype_name, events, module) for _ in range(min(workers, max(1, len(pending))))]
 
     def assign(w: _Worker) -> None:
         if pending:
@@ -565,7 +571,7 @@ def run_sweep(dtype_name: str, workers: int = WORKERS) -> list[dict]:
     def replace(w: _Worker) -> None:
         pool.remove(w)
         if pending:
-            pool.append(_Worker(dtype_name, events))
+            pool.append(_Worker(dtype_name, events, module))
 
     try:
         while pending or any(w.task is not None or not w.ready for w in pool):

@@ -89,6 +89,11 @@ def test_index_put_with_cpu_self_and_neuron_indices_raises():
         torch.index_put(torch.zeros(3, 2), (torch.tensor([0], device="neuron"),), torch.ones(1, 2, device="neuron"))
 
 
+def test_index_put_with_cpu_self_and_cpu_indices_beside_neuron_values_raises():
+    with pytest.raises(RuntimeError, match=MISMATCH + r".*argument 'self'"):
+        torch.index_put(torch.zeros(3, 2), (torch.tensor([0]),), torch.ones(1, 2, device="neuron"))
+
+
 @pytest.mark.parametrize("inplace", [False, True])
 def test_index_put_with_cpu_values_raises(inplace):
     x = torch.zeros(3, 2, device="neuron")

@@ -70,6 +70,7 @@ class Call {
     const c10::DeviceType type = t.device().type();
     if (type == kNeuron) {
       note_device(t.device().index(), "argument ");
+      neuron_indices_ = neuron_indices_ || arg.name() == "indices";
       if (is_host_fallback_dtype(t.scalar_type())) {
         host_fallback = true;
       }
@@ -101,7 +102,7 @@ class Call {
   void check_mixed() const {
     // CUDA's message when the indexed tensor is on the CPU and an index is not.
     TORCH_CHECK(
-        !(mixed_argument_ == "self" && accepts_cpu_indices(op_.operator_name())),
+        !(mixed_argument_ == "self" && neuron_indices_ && accepts_cpu_indices(op_.operator_name())),
         "indices should be either on cpu or on the same device as the indexed tensor (cpu) (in ",
         name(), "). Move the indexed tensor to the NeuronCore with .to('neuron'), or the "
         "indices to the CPU with .cpu().");
@@ -203,6 +204,7 @@ class Call {
   c10::SmallVector<c10::Storage, 4> alias_storages_;
   c10::SmallVector<AliasedTensor, 6> tensors_;
   std::string mixed_argument_;
+  bool neuron_indices_ = false;
 };
 
 void neuron_fallback(

@@ -69,6 +69,12 @@ const OpNameTable& ops_needing_cpu_kernel() {
       // one or more elements was resized" deprecation warning (CPU does not).
       "aten::mse_loss",
       "aten::smooth_l1_loss",
+      // The composite (a structured kernel's functional wrapper) sizes its
+      // outputs from A's options and asserts they are on the current device:
+      // A on the CPU beside a neuron B was an INTERNAL ASSERT (linalg.solve,
+      // solve_ex, tensorsolve) instead of the device-mismatch error the boxed
+      // fallback raises.
+      "aten::_linalg_solve_ex",
   };
   return table;
 }
