@@ -1,4 +1,5 @@
-"""Shared plumbing of the Diffusers examples (``examples/flux.py``, ``examples/qwen_image.py``).
+"""Shared plumbing of the Diffusers examples (``examples/flux.py``, ``flux2.py``, ``qwen_image.py``,
+``qwen_image21.py``; ``h3.py`` uses only the building blocks).
 
 Not an example by itself: the command-line options, the tensor-parallel launch (torchrun + Diffusers'
 ``TensorParallelConfig``), ``torch.compile`` of the transformer, the timed generation, saving the image
@@ -152,7 +153,8 @@ def seeded_build(seed: int, fn: Callable[[], torch.nn.Module]) -> torch.nn.Modul
         return fn().eval()
 
 
-def run(pipe, args: argparse.Namespace, rank: int, device: torch.device, call_kwargs: dict) -> np.ndarray:
+def run(pipe, args: argparse.Namespace, rank: int, device: torch.device, call_kwargs: dict,
+        fullgraph: bool | None = None) -> np.ndarray:
     """Places, optionally compiles, runs and reports a text-to-image pipeline.
 
     Args:
@@ -162,6 +164,8 @@ def run(pipe, args: argparse.Namespace, rank: int, device: torch.device, call_kw
         rank: the process's rank (0 without TP); only rank 0 prints and writes files.
         device: where the pipeline runs.
         call_kwargs: extra keyword arguments of ``pipe(...)`` (e.g. ``max_sequence_length``).
+        fullgraph: ``fullgraph`` of the transformer's ``compile`` (default: True on one core, False under TP);
+            False for a transformer with a known graph break.
 
     Returns:
         The image as a float32 ``numpy`` array of shape ``(1, height, width, 3)`` in [0, 1]
@@ -178,7 +182,7 @@ def run(pipe, args: argparse.Namespace, rank: int, device: torch.device, call_kw
     pipe.set_progress_bar_config(disable=True)
     if args.compile:
         # The natural Diffusers way: compile the denoiser in place, the pipeline keeps calling it.
-        pipe.transformer.compile(backend="neuron", fullgraph=args.tp == 1)
+        pipe.transformer.compile(backend="neuron", fullgraph=args.tp == 1 if fullgraph is None else fullgraph)
 
     torch_neuronx.clear_op_tracking()
     generator = torch.Generator("cpu").manual_seed(args.seed)

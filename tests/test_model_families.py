@@ -80,8 +80,8 @@ def test_diffusers_vae_compiles_with_convolutions():
 
 
 def test_diffusers_class_without_spec_is_skipped_not_counted():
-    assert "AutoencoderKLWan" not in diffusers_models.SPECS
-    report = diffusers_models.check_entry("AutoencoderKLWan")
+    assert "AutoencoderDC" not in diffusers_models.SPECS
+    report = diffusers_models.check_entry("AutoencoderDC")
     assert {o.status for o in report.outcomes.values()} == {SKIP}
     ok = Report("FluxTransformer2DModel", outcomes={"forward": Outcome(PASS), "compiled": Outcome(PASS),
                                                    "train": Outcome(PASS)})

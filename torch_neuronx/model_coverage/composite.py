@@ -56,6 +56,12 @@ EXTRA: dict[str, dict[str, Any]] = {
     "convnextv2": {"hidden_sizes": [16, 32], "depths": [1, 1], "num_stages": 2},
     "mobilebert": {"embedding_size": 64, "intra_bottleneck_size": 64, "true_hidden_size": 64},
     "squeezebert": {"embedding_size": 64},
+    # released 600×600 input and 64 M parameters (timed out): a 64-pixel input, a quarter of the width and depth
+    "efficientnet": {"image_size": 64, "width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
+    # latent array and its attention sizes are not named like any other model's
+    "perceiver": {"d_latents": 64, "num_latents": 16, "num_blocks": 1, "num_self_attends_per_block": 1, "d_model": 64,
+                  "qk_channels": 64, "v_channels": 64, "image_size": 32, "num_cross_attention_heads": 1,
+                  "num_self_attention_heads": 4},
 }
 
 #: The top ids of the tiny vocabulary kept for special tokens; prompts draw below them.

@@ -59,6 +59,26 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
          "decoder_block_out_channels": (16, 16), "num_encoder_blocks": (1, 1), "num_decoder_blocks": (1, 1),
          "latent_channels": 4},
         {"sample": (1, 3, 16, 16)}),
+    "AutoencoderKLFlux2": (
+        {"sample_size": 32, "in_channels": 3, "out_channels": 3, "down_block_types": ("DownEncoderBlock2D",) * 2,
+         "up_block_types": ("UpDecoderBlock2D",) * 2, "block_out_channels": (8, 16), "layers_per_block": 1,
+         "latent_channels": 4, "norm_num_groups": 4},
+        {"sample": (1, 3, 16, 16)}),
+    "AutoencoderKLQwenImage": (
+        {"base_dim": 8, "z_dim": 4, "dim_mult": [1, 2], "num_res_blocks": 1, "temperal_downsample": [False]},
+        {"sample": (1, 3, 1, 16, 16)}),
+    "AutoencoderKLQwenImage21": (  # RGBA; 5 levels = the pipeline's 16x spatial compression
+        {"base_dim": 8, "decoder_base_dim": 8, "z_dim": 4, "dim_mult": [1, 1, 1, 1, 1], "num_res_blocks": 1,
+         "temperal_downsample": [False] * 4, "latents_mean": [0.0] * 4, "latents_std": [1.0] * 4},
+        {"sample": (1, 4, 1, 32, 32)}),
+    "AutoencoderKLWan": (
+        {"base_dim": 8, "z_dim": 4, "dim_mult": [1, 2], "num_res_blocks": 1, "temperal_downsample": [False]},
+        {"sample": (1, 3, 1, 16, 16)}),
+    "VQModel": (
+        {"block_out_channels": (8, 16), "norm_num_groups": 8, "in_channels": 3, "out_channels": 3,
+         "down_block_types": ("DownEncoderBlock2D",) * 2, "up_block_types": ("UpDecoderBlock2D",) * 2,
+         "latent_channels": 4, "num_vq_embeddings": 32},
+        {"sample": (1, 3, 16, 16)}),
     "FluxTransformer2DModel": (
         {"patch_size": 1, "in_channels": 4, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
          "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,

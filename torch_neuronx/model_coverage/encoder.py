@@ -9,8 +9,8 @@ a mapping value that is a tuple of classes gives one entry per class). An entry 
     because BatchNorm heads refuse one value per channel in training): the logits within ``atol``.
 ``train``
     One training step with the head's own loss (masked LM: labels = the ids; classification:
-    class labels): loss within ``atol`` relative to max(1, |loss|) and every gradient within
-    ``atol`` × max(1, max |g_cpu|).
+    class labels; ``mean(logits²)`` for a head that computes no loss): loss within ``atol``
+    relative to max(1, |loss|) and every gradient within ``atol`` × max(1, max |g_cpu|).
 """
 from __future__ import annotations
 
@@ -116,7 +116,10 @@ def train_step(model: Any, inputs: dict[str, Any], head: str) -> tuple[float, di
     else:
         batch = next(iter(kw.values())).shape[0]
         kw["labels"] = torch.tensor([1, 0][:batch], device=device)
-    loss = model(**kw).loss
+    out = model(**kw)
+    loss = getattr(out, "loss", None)
+    if loss is None:  # heads without a loss of their own (DeiT / LeViT with a distillation teacher)
+        loss = _logits(out).float().pow(2).mean()
     loss.backward()
     grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
     return float(loss.detach().cpu()), grads
