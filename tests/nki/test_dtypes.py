@@ -61,9 +61,9 @@ def test_keep_fp32_switch_disables_rounding():
     assert _cast_kernel(nl.bfloat16)(x).dtype == ml_dtypes.bfloat16     # switch restored
 
 
-def test_integer_types_saturate_and_round():
-    r = D.round_to(np.array([1.6, -300.0, 300.0, np.nan], np.float32), nl.int8)
-    assert r.dtype == np.int8 and r.tolist() == [2, -128, 127, 0]
+def test_integer_types_saturate_and_truncate():
+    r = D.round_to(np.array([1.6, -1.6, -300.0, 300.0, np.nan], np.float32), nl.int8)
+    assert r.dtype == np.int8 and r.tolist() == [1, -1, -128, 127, 0]
 
 
 def test_fp64_and_int64_inputs_are_rejected():

@@ -274,3 +274,27 @@ def test_reshape_takes_the_shape_by_keyword():
         return o
     a = _rand(2, 3, 4, 5)
     np.testing.assert_array_equal(k(a), a.reshape(6, 20))
+
+
+def test_nc_version_is_ordered_and_lazy_initialization_is_taken():
+    @legacy.jit(platform_target="trn2")
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        fill = 2.0 if lisa.get_nc_version() >= lisa.nc_version.gen3 else 3.0
+        t = lnl.full(a.shape, fill, dtype=a.dtype, buffer=lnl.sbuf, lazy_initialization=True)
+        lnl.store(o, value=lnl.add(t, lnl.load(a)))
+        return o
+    a = _rand(8, 8)
+    np.testing.assert_array_equal(k(a), a + 2.0)
+
+
+def test_float_to_int_conversion_truncates_toward_zero():
+    # int32 tile / int stays int32 (NKI type promotion); the fp32 quotient converts toward zero, which
+    # AWS's nearest-neighbour resize relies on for floor(pos / width)
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.int32, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(a) / 38)
+        return o
+    a = np.array([[2236, 2241, 37, 38, -77]], np.int32)
+    np.testing.assert_array_equal(k(a), np.trunc(a / 38).astype(np.int32))

@@ -345,7 +345,7 @@ def to_f32(values: np.ndarray, d: Any) -> np.ndarray:
 
 def from_f32(values: Any, d: Any, keep: bool) -> np.ndarray:
     """Storage array of dtype ``d`` for float32 (or integer) ``values``: one rounding to ``d``
-    (round to nearest even; integers: round to nearest, NaN -> 0, saturating; bool: ``!= 0``).
+    (round to nearest even; integers: toward zero, NaN -> 0, saturating; bool: ``!= 0``).
     In fp32 mode (``keep``) floats stay float32 unrounded."""
     d = as_dtype(d)
     v = np.asarray(values)
@@ -370,7 +370,9 @@ def from_f32(values: Any, d: Any, keep: bool) -> np.ndarray:
         return np.clip(v.astype(np.int64), info.min, info.max).astype(d)
     info = np.iinfo(d)
     with np.errstate(invalid="ignore"):
-        w = np.nan_to_num(np.rint(v.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
+        # toward zero, as AWS's simulator (NumPy casts) and its tested kernels have it: the nki-samples
+        # nearest-neighbour resize computes floor(pos / w) as an int32 division and relies on it
+        w = np.nan_to_num(np.trunc(v.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
         w = np.clip(w, info.min, info.max)
     return w.astype(d)
 
