@@ -298,3 +298,30 @@ def test_float_to_int_conversion_truncates_toward_zero():
         return o
     a = np.array([[2236, 2241, 37, 38, -77]], np.int32)
     np.testing.assert_array_equal(k(a), np.trunc(a / 38).astype(np.int32))
+
+
+def test_indirect_load_with_oob_skip_keeps_the_destination():
+    # rows whose indirect index is out of bounds are not transferred: their destination keeps -1
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray((64, 16), dtype=a.dtype, buffer=lnl.shared_hbm)
+        ix, iy = lnl.mgrid[0:64, 0:16]
+        idx = lisa.iota(3 * lnl.arange(64)[:, None], dtype=np.int32)       # 0, 3, ..., 189 (> 127)
+        t = lisa.memset(shape=(64, 16), value=-1, dtype=a.dtype)
+        lisa.dma_copy(src=a[idx, iy], dst=t[ix, iy], oob_mode=lisa.oob_mode.skip)
+        lnl.store(o, value=t)
+        return o
+    a = _rand(128, 16)
+    want = np.full((64, 16), -1, F32)
+    want[:43] = a[3 * np.arange(43)]
+    np.testing.assert_array_equal(k(a), want)
+
+
+def test_dma_transpose_takes_dge_mode():
+    @legacy.jit(platform_target="trn2")
+    def k(a):
+        o = lnl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lisa.dma_transpose(a[:, :], dge_mode=lisa.dge_mode.hwdge))
+        return o
+    a = _rand(32, 64)
+    np.testing.assert_array_equal(k(a), a.T)

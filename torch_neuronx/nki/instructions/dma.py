@@ -23,6 +23,7 @@ from ..context import current
 from ..errors import (err_exceed_max_supported_dimension, err_invalid_instruction_argument,
                       err_store_dst_shape_smaller_than_other_shape, err_unsupported_dtype,
                       err_unsupported_memory)
+from ..indexing import as_mask_array
 from ..ops import binary, op_name
 from ..tile import NkiTensor, is_tile
 from .common import (NkiInstruction, check_memory, count, free_size, issue, operand, require_generation)
@@ -107,10 +108,19 @@ def dma_copy(dst: NkiTensor, src: Any, mask: Any = None, *, api: str = "dma_copy
             same = src.dtype == dst.dtype and rmw is None
             vals = ins.read(src, mask if src.shape == dst.shape else None, raw=same, oob_skip=skip)
             vals = _fit(api, vals, dst, src.shape)
+            wmask = mask
+            if skip and tuple(src.shape) == tuple(dst.shape):
+                # oob_mode.skip: an element whose indirect source is out of bounds is not transferred,
+                # so its destination keeps its value
+                src_oob = src.access().oob
+                if src_oob is not None:
+                    keep = ~np.asarray(src_oob, dtype=bool)
+                    base = as_mask_array(mask, dst.shape)
+                    wmask = keep if base is None else (keep & base)
             if same:
-                ins.write(dst, vals, mask, oob_skip=skip)
+                ins.write(dst, vals, wmask, oob_skip=skip)
             else:
-                ins.write(dst, vals, mask, accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)
+                ins.write(dst, vals, wmask, accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)
         else:
             ins.write(dst, np.float32(src) if dtypes.is_float(dst.dtype) else src, mask,
                       accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)
