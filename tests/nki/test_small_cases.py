@@ -325,3 +325,15 @@ def test_dma_transpose_takes_dge_mode():
         return o
     a = _rand(32, 64)
     np.testing.assert_array_equal(k(a), a.T)
+
+
+def test_nki_object_dataclass_takes_unannotated_class_attributes_by_keyword():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Section(nl.NKIObject):
+        index = None
+        offset = 0
+
+    s = Section(index=3)
+    assert (s.index, s.offset) == (3, 0)
