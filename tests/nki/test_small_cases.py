@@ -337,3 +337,27 @@ def test_nki_object_dataclass_takes_unannotated_class_attributes_by_keyword():
 
     s = Section(index=3)
     assert (s.index, s.offset) == (3, 0)
+
+
+def test_current_front_end_writes_an_output_parameter_it_returns():
+    # nki-library's kernels take their outputs as parameters (q_out), write and return them
+    @nki.jit
+    def k(a, out):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    @nki.jit
+    def k_not_returned(a, out):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    a = _rand(8, 16)
+    np.testing.assert_allclose(k(a, np.zeros_like(a)), np.exp(a), rtol=1e-6)
+    with pytest.raises(E.err_cannot_update_immutable_parameter, match="without returning it"):
+        k_not_returned(a, np.zeros_like(a))

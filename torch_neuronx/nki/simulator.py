@@ -172,7 +172,7 @@ class Instr:
         """
         st = dst.storage
         if st.immutable:
-            raise err_cannot_update_immutable_parameter(f"'{self.name}' writes input {dst.describe()}")
+            self.sim.write_parameter(st, f"'{self.name}' writes input {dst.describe()}")
         acc, m = self._resolve(dst, mask, oob_skip)
         packed = dtypes.is_packed(acc.dtype)
         vshape = acc.shape + ((acc.dtype.count,) if packed and np.ndim(values) > len(acc.shape) else ())
@@ -337,6 +337,19 @@ class NeuronCoreSim:
         if spill:
             self.charge_spill(spill, desc)
         return t
+
+    def write_parameter(self, st: Storage, what: str) -> None:
+        """A write into kernel input ``st`` (not annotated mutable). The legacy front end refuses it;
+        the current one allows it for an input the kernel returns (AWS's simulator runs nki-library's
+        kernels that write their ``*_out`` parameters and return them), checked after the run.
+
+        Raises:
+            err_cannot_update_immutable_parameter: legacy front end.
+        """
+        if self.frontend != "current":
+            raise err_cannot_update_immutable_parameter(what)
+        st.immutable = False
+        st.param_written = True
 
     def charge_spill(self, nbytes: int, what: str) -> None:
         """Charge an SBUF spill of ``nbytes`` (written to HBM and read back) to the DMA queues."""
@@ -826,6 +839,13 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
     fname = getattr(fn, "__name__", fn)
     if not outs and not params_writable:
         raise err_tensor_output_not_written_to(f"kernel '{fname}' returned no output tensor")
+    if frontend == "current":
+        returned = {id(o.storage) for o in outs if is_tile(o)}
+        for t in inputs.values():
+            if is_tile(t) and t.storage.param_written and id(t.storage) not in returned:
+                raise err_cannot_update_immutable_parameter(
+                    f"kernel '{fname}' writes input {t.describe()} without returning it (annotate it "
+                    "nt.mutable_tensor, or return it)")
     for o in outs:
         if is_tile(o):
             if o.buffer.kind in ON_CHIP:
