@@ -361,3 +361,11 @@ def test_current_front_end_writes_an_output_parameter_it_returns():
     np.testing.assert_allclose(k(a, np.zeros_like(a)), np.exp(a), rtol=1e-6)
     with pytest.raises(E.err_cannot_update_immutable_parameter, match="without returning it"):
         k_not_returned(a, np.zeros_like(a))
+
+
+def test_a_returned_sbuf_tile_comes_back_with_its_values():
+    @legacy.jit
+    def k(a):
+        return lnl.exp(lnl.load(a))                        # an SBUF tile
+    a = _rand(16, 8)
+    np.testing.assert_allclose(k(a), np.exp(a), rtol=1e-6)
