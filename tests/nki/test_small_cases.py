@@ -369,3 +369,28 @@ def test_a_returned_sbuf_tile_comes_back_with_its_values():
         return lnl.exp(lnl.load(a))                        # an SBUF tile
     a = _rand(16, 8)
     np.testing.assert_allclose(k(a), np.exp(a), rtol=1e-6)
+
+
+def test_psum_tiles_at_explicit_addresses_may_share_banks():
+    # nki-library's attention places many PSUM tiles at four bank addresses; they are not charged to the
+    # automatic pool (8 banks), but each must lie inside PSUM
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        tiles = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (i % 4) * 2048))
+                 for i in range(16)]
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.tensor_copy(dst=tiles[15], src=t)
+        nisa.tensor_copy(dst=t, src=tiles[15])
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    @nki.jit
+    def k_outside(a):
+        nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 8 * 2048))
+        return a
+    a = _rand(128, 512)
+    np.testing.assert_array_equal(k(a), a)
+    with pytest.raises(E.err_buffer_capacity_exceeded, match="free offset 16384"):
+        k_outside(a)

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import context, dtypes
 from .cost_model import Timeline
-from .errors import (err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
+from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
                      err_invalid_program_axis, err_leading_dimension_of_tensor_must_be_partition,
                      err_num_partition_exceed_arch_limit,
                      err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
@@ -315,6 +315,17 @@ class NeuronCoreSim:
                 t = self.launch.shared_tensor(self, shape, dtype, name)
                 if t is not None:
                     return t
+        if isinstance(buffer, Placement) and "address" in buffer.fields and buf.kind in ON_CHIP:
+            # an explicit address (current nl.ndarray(address=...)): the kernel places, and may alias,
+            # its tiles itself (nki-library's attention reuses four PSUM banks for many tiles), so the
+            # tile is checked against the buffer's end instead of charged to the automatic pool
+            cap = self.allocator.capacity[buf.kind]
+            off = int(buffer.fields["address"][1]) if len(buffer.fields["address"]) > 1 else 0
+            if off < 0 or off + nbytes > cap:
+                raise err_buffer_capacity_exceeded(
+                    f"{desc} at free offset {off} needs bytes [{off}, {off + nbytes}) of a {cap}-byte "
+                    f"{buf.kind} partition")
+            nbytes = 0
         rec = self.allocator.alloc(buf.kind, nbytes, desc, shape[pdim] if buf.kind in ON_CHIP else 1)
         spill = rec.spill_bytes
         if data is None:
