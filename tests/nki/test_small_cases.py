@@ -394,3 +394,23 @@ def test_psum_tiles_at_explicit_addresses_may_share_banks():
     np.testing.assert_array_equal(k(a), a)
     with pytest.raises(E.err_buffer_capacity_exceeded, match="free offset 16384"):
         k_outside(a)
+
+
+def test_dma_modes_by_integer_value():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=3)            # dge_mode.none, as nki-library writes it
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    @nki.jit
+    def k_bad(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=9)
+        return t
+    a = _rand(4, 4)
+    np.testing.assert_array_equal(k(a), a)
+    with pytest.raises(E.err_invalid_instruction_argument, match="dge_mode=9"):
+        k_bad(a)

@@ -63,7 +63,16 @@ def _fit(api: str, vals: np.ndarray, dst: NkiTensor, src_shape: tuple) -> np.nda
 
 
 def _check_modes(api: str, dge_mode: Any, oob_mode: Any, engine: Any = None) -> bool:
-    """Validate the DGE / OOB / engine arguments of a DMA; True for ``oob_mode.skip``."""
+    """Validate the DGE / OOB / engine arguments of a DMA; True for ``oob_mode.skip``. The enums'
+    integer values are taken too (nki-library passes ``dge_mode=3`` for ``dge_mode.none``)."""
+    if isinstance(dge_mode, int) and not isinstance(dge_mode, bool):
+        if dge_mode not in {m.value for m in _dge_mode}:
+            raise err_invalid_instruction_argument(f"'{api}': dge_mode={dge_mode!r} (use nisa.dge_mode.*)")
+        dge_mode = _dge_mode(dge_mode)
+    if isinstance(oob_mode, int) and not isinstance(oob_mode, bool):
+        if oob_mode not in {m.value for m in _oob_mode}:
+            raise err_invalid_instruction_argument(f"'{api}': oob_mode={oob_mode!r} (use nisa.oob_mode.*)")
+        oob_mode = _oob_mode(oob_mode)
     if dge_mode is not None and not isinstance(dge_mode, _dge_mode) and getattr(dge_mode, "name", None) not in (
             "unknown", "swdge", "hwdge", "none"):
         raise err_invalid_instruction_argument(f"'{api}': dge_mode={dge_mode!r} (use nisa.dge_mode.*)")
