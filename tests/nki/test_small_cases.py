@@ -414,3 +414,15 @@ def test_dma_modes_by_integer_value():
     np.testing.assert_array_equal(k(a), a)
     with pytest.raises(E.err_invalid_instruction_argument, match="dge_mode=9"):
         k_bad(a)
+
+
+def test_legacy_tensor_scalar_cumulative_into_dst():
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        d = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.sbuf)
+        lisa.tensor_scalar_cumulative(src=lnl.load(a), dst=d, op0=np.multiply, op1=np.add, imm0=2.0)
+        lnl.store(o, value=d)
+        return o
+    a = _rand(8, 12)
+    np.testing.assert_allclose(k(a), np.cumsum(2 * a, axis=1), rtol=1e-5, atol=1e-5)

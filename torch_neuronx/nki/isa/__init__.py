@@ -230,9 +230,12 @@ def tensor_scalar_reduce(*, data: NkiTensor, op0: Any, operand0: Any, reduce_op:
 
 
 def tensor_scalar_cumulative(*, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
-                             reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None) -> NkiTensor:
-    """Cumulative ``reg = op1(op0(src[i], imm0), reg)`` along the free axis -> a new SBUF tile."""
-    dst = fresh_result(src.shape, _dt(dtype, src.dtype), sbuf)
+                             reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None,
+                             dst: NkiTensor | None = None) -> NkiTensor:
+    """Cumulative ``reg = op1(op0(src[i], imm0), reg)`` along the free axis -> a new SBUF tile, or into
+    ``dst`` when given (the newer ``neuronxcc`` signature AWS's API test uses), which is returned."""
+    if dst is None:
+        dst = fresh_result(src.shape, _dt(dtype, src.dtype), sbuf)
     instructions.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd=reduce_cmd)
     return dst
 
