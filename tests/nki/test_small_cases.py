@@ -426,3 +426,16 @@ def test_legacy_tensor_scalar_cumulative_into_dst():
         return o
     a = _rand(8, 12)
     np.testing.assert_allclose(k(a), np.cumsum(2 * a, axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_tile_plus_index_expression_is_a_clear_not_implemented():
+    @legacy.jit
+    def k(a, off):
+        o = lnl.ndarray((128, 1), dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        offs = lnl.load(off)
+        ix, iy = lnl.mgrid[0:128, 0:1]
+        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs[0, 0] + iy]))
+        return o
+    with pytest.raises(NotImplementedError, match="dynamic offset"):
+        k(_rand(128, 8), np.zeros((1, 4), np.int32))
