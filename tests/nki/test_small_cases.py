@@ -439,3 +439,14 @@ def test_tile_plus_index_expression_is_a_clear_not_implemented():
         return o
     with pytest.raises(NotImplementedError, match="dynamic offset"):
         k(_rand(128, 8), np.zeros((1, 4), np.int32))
+
+
+def test_legacy_shared_identity_matrix_is_loaded_from_hbm():
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ident = lnl.load(lnl.shared_identity_matrix(n=128, dtype=lnl.float32))
+        lnl.store(o, value=lisa.nc_matmul(ident, lnl.load(a)))
+        return o
+    a = _rand(128, 64)
+    np.testing.assert_allclose(k(a), a, rtol=1e-6)

@@ -113,8 +113,10 @@ def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
 
 
 def shared_identity_matrix(n: int, dtype: Any = np.uint8) -> NkiTensor:
-    """An ``n x n`` identity matrix tile in SBUF."""
-    return highlevel.identity(int(n), dtype)
+    """An ``n x n`` identity matrix in shared HBM: "the same behavior" as :func:`shared_constant`
+    (legacy ``nki.language.shared_identity_matrix`` page; kernels ``nl.load`` it). The current front
+    end's version is an SBUF tile."""
+    return highlevel.shared_constant(np.identity(int(n)), dtype)
 
 
 def static_cast(input_data: Any, dtype: Any) -> Any:
