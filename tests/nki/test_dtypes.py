@@ -61,9 +61,9 @@ def test_keep_fp32_switch_disables_rounding():
     assert _cast_kernel(nl.bfloat16)(x).dtype == ml_dtypes.bfloat16     # switch restored
 
 
-def test_integer_types_saturate_and_round():
-    r = D.round_to(np.array([1.6, -300.0, 300.0, np.nan], np.float32), nl.int8)
-    assert r.dtype == np.int8 and r.tolist() == [2, -128, 127, 0]
+def test_integer_types_saturate_and_truncate():
+    r = D.round_to(np.array([1.6, -1.6, -300.0, 300.0, np.nan], np.float32), nl.int8)
+    assert r.dtype == np.int8 and r.tolist() == [1, -1, -128, 127, 0]
 
 
 def test_fp64_and_int64_inputs_are_rejected():
@@ -79,3 +79,11 @@ def test_type_promotion_of_nl_ops():
     assert D.promote(nl.bfloat16, nl.float32) == nl.float32
     assert D.promote(nl.bfloat16, nl.float16) == nl.float32
     assert D.promote(nl.int32, nl.bfloat16) == nl.bfloat16
+
+
+def test_keep_fp32_keeps_precision_but_not_range():
+    # fp32 mode (AWS's legacy simulator precision) keeps bf16 values unrounded, but a value beyond bf16's
+    # range overflows as the hardware's downcast does (FP32_MIN written to a bf16 tile becomes -inf)
+    v = np.array([1.0 + 2.0 ** -12, -3.4028235e38, 3.4e38], np.float32)
+    r = D.from_f32(v, nl.bfloat16, True)
+    assert r.dtype == np.float32 and r[0] == v[0] and r[1] == -np.inf and r[2] == np.inf

@@ -274,3 +274,179 @@ def test_reshape_takes_the_shape_by_keyword():
         return o
     a = _rand(2, 3, 4, 5)
     np.testing.assert_array_equal(k(a), a.reshape(6, 20))
+
+
+def test_nc_version_is_ordered_and_lazy_initialization_is_taken():
+    @legacy.jit(platform_target="trn2")
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        fill = 2.0 if lisa.get_nc_version() >= lisa.nc_version.gen3 else 3.0
+        t = lnl.full(a.shape, fill, dtype=a.dtype, buffer=lnl.sbuf, lazy_initialization=True)
+        lnl.store(o, value=lnl.add(t, lnl.load(a)))
+        return o
+    a = _rand(8, 8)
+    np.testing.assert_array_equal(k(a), a + 2.0)
+
+
+def test_float_to_int_conversion_truncates_toward_zero():
+    # int32 tile / int stays int32 (NKI type promotion); the fp32 quotient converts toward zero, which
+    # AWS's nearest-neighbour resize relies on for floor(pos / width)
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.int32, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(a) / 38)
+        return o
+    a = np.array([[2236, 2241, 37, 38, -77]], np.int32)
+    np.testing.assert_array_equal(k(a), np.trunc(a / 38).astype(np.int32))
+
+
+def test_indirect_load_with_oob_skip_keeps_the_destination():
+    # rows whose indirect index is out of bounds are not transferred: their destination keeps -1
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray((64, 16), dtype=a.dtype, buffer=lnl.shared_hbm)
+        ix, iy = lnl.mgrid[0:64, 0:16]
+        idx = lisa.iota(3 * lnl.arange(64)[:, None], dtype=np.int32)       # 0, 3, ..., 189 (> 127)
+        t = lisa.memset(shape=(64, 16), value=-1, dtype=a.dtype)
+        lisa.dma_copy(src=a[idx, iy], dst=t[ix, iy], oob_mode=lisa.oob_mode.skip)
+        lnl.store(o, value=t)
+        return o
+    a = _rand(128, 16)
+    want = np.full((64, 16), -1, F32)
+    want[:43] = a[3 * np.arange(43)]
+    np.testing.assert_array_equal(k(a), want)
+
+
+def test_dma_transpose_takes_dge_mode():
+    @legacy.jit(platform_target="trn2")
+    def k(a):
+        o = lnl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lisa.dma_transpose(a[:, :], dge_mode=lisa.dge_mode.hwdge))
+        return o
+    a = _rand(32, 64)
+    np.testing.assert_array_equal(k(a), a.T)
+
+
+def test_nki_object_dataclass_takes_unannotated_class_attributes_by_keyword():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Section(nl.NKIObject):
+        index = None
+        offset = 0
+
+    s = Section(index=3)
+    assert (s.index, s.offset) == (3, 0)
+
+
+def test_current_front_end_writes_an_output_parameter_it_returns():
+    # nki-library's kernels take their outputs as parameters (q_out), write and return them
+    @nki.jit
+    def k(a, out):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    @nki.jit
+    def k_not_returned(a, out):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    a = _rand(8, 16)
+    np.testing.assert_allclose(k(a, np.zeros_like(a)), np.exp(a), rtol=1e-6)
+    with pytest.raises(E.err_cannot_update_immutable_parameter, match="without returning it"):
+        k_not_returned(a, np.zeros_like(a))
+
+
+def test_a_returned_sbuf_tile_comes_back_with_its_values():
+    @legacy.jit
+    def k(a):
+        return lnl.exp(lnl.load(a))                        # an SBUF tile
+    a = _rand(16, 8)
+    np.testing.assert_allclose(k(a), np.exp(a), rtol=1e-6)
+
+
+def test_psum_tiles_at_explicit_addresses_may_share_banks():
+    # nki-library's attention places many PSUM tiles at four bank addresses; they are not charged to the
+    # automatic pool (8 banks), but each must lie inside PSUM
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        tiles = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (i % 4) * 2048))
+                 for i in range(16)]
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.tensor_copy(dst=tiles[15], src=t)
+        nisa.tensor_copy(dst=t, src=tiles[15])
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    @nki.jit
+    def k_outside(a):
+        nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 8 * 2048))
+        return a
+    a = _rand(128, 512)
+    np.testing.assert_array_equal(k(a), a)
+    with pytest.raises(E.err_buffer_capacity_exceeded, match="free offset 16384"):
+        k_outside(a)
+
+
+def test_dma_modes_by_integer_value():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=3)            # dge_mode.none, as nki-library writes it
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    @nki.jit
+    def k_bad(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=9)
+        return t
+    a = _rand(4, 4)
+    np.testing.assert_array_equal(k(a), a)
+    with pytest.raises(E.err_invalid_instruction_argument, match="dge_mode=9"):
+        k_bad(a)
+
+
+def test_legacy_tensor_scalar_cumulative_into_dst():
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        d = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.sbuf)
+        lisa.tensor_scalar_cumulative(src=lnl.load(a), dst=d, op0=np.multiply, op1=np.add, imm0=2.0)
+        lnl.store(o, value=d)
+        return o
+    a = _rand(8, 12)
+    np.testing.assert_allclose(k(a), np.cumsum(2 * a, axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_tile_plus_index_expression_is_a_clear_not_implemented():
+    @legacy.jit
+    def k(a, off):
+        o = lnl.ndarray((128, 1), dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        offs = lnl.load(off)
+        ix, iy = lnl.mgrid[0:128, 0:1]
+        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs[0, 0] + iy]))
+        return o
+    with pytest.raises(NotImplementedError, match="dynamic offset"):
+        k(_rand(128, 8), np.zeros((1, 4), np.int32))
+
+
+def test_legacy_shared_identity_matrix_is_loaded_from_hbm():
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ident = lnl.load(lnl.shared_identity_matrix(n=128, dtype=lnl.float32))
+        lnl.store(o, value=lisa.nc_matmul(ident, lnl.load(a)))
+        return o
+    a = _rand(128, 64)
+    np.testing.assert_allclose(k(a), a, rtol=1e-6)

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import context, dtypes
 from .cost_model import Timeline
-from .errors import (err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
+from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
                      err_invalid_program_axis, err_leading_dimension_of_tensor_must_be_partition,
                      err_num_partition_exceed_arch_limit,
                      err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
@@ -172,7 +172,7 @@ class Instr:
         """
         st = dst.storage
         if st.immutable:
-            raise err_cannot_update_immutable_parameter(f"'{self.name}' writes input {dst.describe()}")
+            self.sim.write_parameter(st, f"'{self.name}' writes input {dst.describe()}")
         acc, m = self._resolve(dst, mask, oob_skip)
         packed = dtypes.is_packed(acc.dtype)
         vshape = acc.shape + ((acc.dtype.count,) if packed and np.ndim(values) > len(acc.shape) else ())
@@ -315,6 +315,17 @@ class NeuronCoreSim:
                 t = self.launch.shared_tensor(self, shape, dtype, name)
                 if t is not None:
                     return t
+        if isinstance(buffer, Placement) and "address" in buffer.fields and buf.kind in ON_CHIP:
+            # an explicit address (current nl.ndarray(address=...)): the kernel places, and may alias,
+            # its tiles itself (nki-library's attention reuses four PSUM banks for many tiles), so the
+            # tile is checked against the buffer's end instead of charged to the automatic pool
+            cap = self.allocator.capacity[buf.kind]
+            off = int(buffer.fields["address"][1]) if len(buffer.fields["address"]) > 1 else 0
+            if off < 0 or off + nbytes > cap:
+                raise err_buffer_capacity_exceeded(
+                    f"{desc} at free offset {off} needs bytes [{off}, {off + nbytes}) of a {cap}-byte "
+                    f"{buf.kind} partition")
+            nbytes = 0
         rec = self.allocator.alloc(buf.kind, nbytes, desc, shape[pdim] if buf.kind in ON_CHIP else 1)
         spill = rec.spill_bytes
         if data is None:
@@ -337,6 +348,19 @@ class NeuronCoreSim:
         if spill:
             self.charge_spill(spill, desc)
         return t
+
+    def write_parameter(self, st: Storage, what: str) -> None:
+        """A write into kernel input ``st`` (not annotated mutable). The legacy front end refuses it;
+        the current one allows it for an input the kernel returns (AWS's simulator runs nki-library's
+        kernels that write their ``*_out`` parameters and return them), checked after the run.
+
+        Raises:
+            err_cannot_update_immutable_parameter: legacy front end.
+        """
+        if self.frontend != "current":
+            raise err_cannot_update_immutable_parameter(what)
+        st.immutable = False
+        st.param_written = True
 
     def charge_spill(self, nbytes: int, what: str) -> None:
         """Charge an SBUF spill of ``nbytes`` (written to HBM and read back) to the DMA queues."""
@@ -826,11 +850,17 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
     fname = getattr(fn, "__name__", fn)
     if not outs and not params_writable:
         raise err_tensor_output_not_written_to(f"kernel '{fname}' returned no output tensor")
+    if frontend == "current":
+        returned = {id(o.storage) for o in outs if is_tile(o)}
+        for t in inputs.values():
+            if is_tile(t) and t.storage.param_written and id(t.storage) not in returned:
+                raise err_cannot_update_immutable_parameter(
+                    f"kernel '{fname}' writes input {t.describe()} without returning it (annotate it "
+                    "nt.mutable_tensor, or return it)")
     for o in outs:
         if is_tile(o):
-            if o.buffer.kind in ON_CHIP:
-                raise err_unsupported_memory(f"kernel output {o.describe()} must be an HBM tensor "
-                                             "(nl.ndarray(..., buffer=nl.shared_hbm))")
+            # an SBUF / PSUM tile returned by the kernel comes back with its values, as in AWS's simulator
+            # (AWS's range_select and dma_transpose API tests return SBUF tiles); no AWS page rejects it
             if not o.storage.written:
                 raise err_tensor_output_not_written_to(f"output {o.describe()} was never written")
     for t, arr in mutables:            # in-place update of the caller's array (nt.mutable_tensor)

@@ -115,7 +115,7 @@ class Storage:
     """
 
     __slots__ = ("shape", "dtype", "buffer", "pdim", "pstride", "data", "keep", "name", "immutable",
-                 "written", "aux", "marks", "created_in", "placement", "sim", "__weakref__")
+                 "param_written", "written", "aux", "marks", "created_in", "placement", "sim", "__weakref__")
 
     def __init__(self, shape: Sequence[int], dtype: Any, buffer: Buffer, data: np.ndarray, keep: bool,
                  pdim: int = 0, name: str = "", sim: Any = None):
@@ -127,6 +127,7 @@ class Storage:
         self.data = data
         self.name = name or f"t{next(_ids)}"
         self.immutable = False
+        self.param_written = False     # a current-front-end input written in place (must be returned)
         self.written = False
         self.aux: dict[str, np.ndarray] = {}
         self.marks: dict[int, np.ndarray] = {}

@@ -60,8 +60,9 @@ class matmul_perf_mode(enum.Enum):
     double_row_sw_interleave = "double_row_sw_interleave"
 
 
-class nc_version(enum.Enum):
-    """NeuronCore generations: gen2 = NeuronCore-v2 (trn1, inf2), gen3 = v3 (trn2), gen4 = v4 (trn3);
+class nc_version(enum.IntEnum):
+    """NeuronCore generations, ordered (AWS's kernels test ``get_nc_version() >= nc_version.gen3``):
+    gen2 = NeuronCore-v2 (trn1, inf2), gen3 = v3 (trn2), gen4 = v4 (trn3);
     the value is ``CoreSpec.generation`` of the platform table."""
     gen2 = 2
     gen3 = 3

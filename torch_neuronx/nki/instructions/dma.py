@@ -23,6 +23,7 @@ from ..context import current
 from ..errors import (err_exceed_max_supported_dimension, err_invalid_instruction_argument,
                       err_store_dst_shape_smaller_than_other_shape, err_unsupported_dtype,
                       err_unsupported_memory)
+from ..indexing import as_mask_array
 from ..ops import binary, op_name
 from ..tile import NkiTensor, is_tile
 from .common import (NkiInstruction, check_memory, count, free_size, issue, operand, require_generation)
@@ -62,7 +63,16 @@ def _fit(api: str, vals: np.ndarray, dst: NkiTensor, src_shape: tuple) -> np.nda
 
 
 def _check_modes(api: str, dge_mode: Any, oob_mode: Any, engine: Any = None) -> bool:
-    """Validate the DGE / OOB / engine arguments of a DMA; True for ``oob_mode.skip``."""
+    """Validate the DGE / OOB / engine arguments of a DMA; True for ``oob_mode.skip``. The enums'
+    integer values are taken too (nki-library passes ``dge_mode=3`` for ``dge_mode.none``)."""
+    if isinstance(dge_mode, int) and not isinstance(dge_mode, bool):
+        if dge_mode not in {m.value for m in _dge_mode}:
+            raise err_invalid_instruction_argument(f"'{api}': dge_mode={dge_mode!r} (use nisa.dge_mode.*)")
+        dge_mode = _dge_mode(dge_mode)
+    if isinstance(oob_mode, int) and not isinstance(oob_mode, bool):
+        if oob_mode not in {m.value for m in _oob_mode}:
+            raise err_invalid_instruction_argument(f"'{api}': oob_mode={oob_mode!r} (use nisa.oob_mode.*)")
+        oob_mode = _oob_mode(oob_mode)
     if dge_mode is not None and not isinstance(dge_mode, _dge_mode) and getattr(dge_mode, "name", None) not in (
             "unknown", "swdge", "hwdge", "none"):
         raise err_invalid_instruction_argument(f"'{api}': dge_mode={dge_mode!r} (use nisa.dge_mode.*)")
@@ -107,10 +117,19 @@ def dma_copy(dst: NkiTensor, src: Any, mask: Any = None, *, api: str = "dma_copy
             same = src.dtype == dst.dtype and rmw is None
             vals = ins.read(src, mask if src.shape == dst.shape else None, raw=same, oob_skip=skip)
             vals = _fit(api, vals, dst, src.shape)
+            wmask = mask
+            if skip and tuple(src.shape) == tuple(dst.shape):
+                # oob_mode.skip: an element whose indirect source is out of bounds is not transferred,
+                # so its destination keeps its value
+                src_oob = src.access().oob
+                if src_oob is not None:
+                    keep = ~np.asarray(src_oob, dtype=bool)
+                    base = as_mask_array(mask, dst.shape)
+                    wmask = keep if base is None else (keep & base)
             if same:
-                ins.write(dst, vals, mask, oob_skip=skip)
+                ins.write(dst, vals, wmask, oob_skip=skip)
             else:
-                ins.write(dst, vals, mask, accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)
+                ins.write(dst, vals, wmask, accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)
         else:
             ins.write(dst, np.float32(src) if dtypes.is_float(dst.dtype) else src, mask,
                       accumulate=rmw is not None, accumulate_op=rmw, oob_skip=skip)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..context import current
-from ..errors import (err_cannot_update_immutable_parameter, err_store_dst_shape_smaller_than_other_shape,
+from ..errors import (err_store_dst_shape_smaller_than_other_shape,
                       err_unsupported_memory)
 from ..indexing import as_mask_array
 from ..memory import ON_CHIP
@@ -60,7 +60,7 @@ def _write_fresh(dst: NkiTensor, value: NkiTensor) -> None:
     sim = current()
     st = dst.storage
     if st.immutable:
-        raise err_cannot_update_immutable_parameter(f"assignment writes input {dst.describe()}")
+        sim.write_parameter(st, f"assignment writes input {dst.describe()}")
     vacc = value.access()
     vals = np.asarray(vacc.get(value.storage.flat(value.dtype)))
     rdy = np.asarray(vacc.storage_access().get(value.storage.aux["ready"])) if "ready" in value.storage.aux else None

@@ -27,7 +27,7 @@ from ..context import current
 from ..errors import (err_invalid_instruction_argument, err_num_partition_mismatch,
                       err_reduce_axis_not_trailing_free, err_size_of_dimension_exceed_arch_limit,
                       err_unsupported_dtype, err_unsupported_memory)
-from ..indexing import Mask, as_mask_array
+from ..indexing import IndexExpr, Mask, as_mask_array
 from ..ops import (BINARY, UNARY, binary, is_bitvec, op_name, reduce_fn, reduce_identity, unary)
 from ..tile import NkiTensor, is_tile
 from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, issue, operand,
@@ -197,9 +197,19 @@ def tensor_scalar(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, *, r
     """``dst = (data <op0> operand0) <op1> operand1`` with scalar or (P, 1) operands (Vector default;
     Scalar / GpSimd with ``engine=``). A unary ``op0`` (``nl.abs``, ``nl.rsqrt``...) ignores ``operand0``.
     ``reverseK`` swaps the operands of ``opK``. Cost: max(MIN_II, N).
+
+    Raises:
+        NotImplementedError: an operand is an ``nl.arange`` / ``nl.mgrid`` expression (a tile value plus
+            an index expression is a dynamic index, which the simulator supports only as a tile index).
     """
     sim = current()
     api = "tensor_scalar"
+    for o in (operand0, operand1):
+        if isinstance(o, IndexExpr):
+            raise NotImplementedError(
+                "a tile combined with an nl.arange / nl.mgrid expression (a dynamic offset such as "
+                "t[0, i] + iy) is not supported by the torch_neuronx NKI simulator; index with the tile "
+                "itself (x[ix, t]) instead")
     eng = pick_engine(engine, "vector", api, _ALU_ENGINES)
     p = operand(data, api, "data")
     samep(api, data=p, dst=operand(dst, api, "dst"))

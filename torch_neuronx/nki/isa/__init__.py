@@ -203,11 +203,13 @@ def dma_copy(*, dst: NkiTensor, src: Any, mask: Any = None, dst_rmw_op: Any = No
     instructions.dma_copy(dst, src, mask, dst_rmw_op=dst_rmw_op, oob_mode=oob_mode, dge_mode=dge_mode)
 
 
-def dma_transpose(src: NkiTensor, *, axes: Any = None, mask: Any = None, dtype: Any = None) -> NkiTensor:
-    """DMA transpose of a 2-D to 4-D tile -> a new SBUF tile."""
+def dma_transpose(src: NkiTensor, *, axes: Any = None, mask: Any = None, dtype: Any = None,
+                  dge_mode: Any = dge_mode.unknown) -> NkiTensor:
+    """DMA transpose of a 2-D to 4-D tile -> a new SBUF tile; ``dge_mode=nisa.dge_mode.hwdge`` (the
+    DGE crossbar) needs NeuronCore-v3 or newer."""
     perm = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(src.shape), (1, 0))
     dst = fresh_result(tuple(src.shape[i] for i in perm), _dt(dtype, src.dtype), sbuf, mask)
-    instructions.dma_transpose(dst, src, axes, mask=mask)
+    instructions.dma_transpose(dst, src, axes, mask=mask, dge_mode=dge_mode)
     return dst
 
 
@@ -228,9 +230,12 @@ def tensor_scalar_reduce(*, data: NkiTensor, op0: Any, operand0: Any, reduce_op:
 
 
 def tensor_scalar_cumulative(*, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
-                             reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None) -> NkiTensor:
-    """Cumulative ``reg = op1(op0(src[i], imm0), reg)`` along the free axis -> a new SBUF tile."""
-    dst = fresh_result(src.shape, _dt(dtype, src.dtype), sbuf)
+                             reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None,
+                             dst: NkiTensor | None = None) -> NkiTensor:
+    """Cumulative ``reg = op1(op0(src[i], imm0), reg)`` along the free axis -> a new SBUF tile, or into
+    ``dst`` when given (the newer ``neuronxcc`` signature AWS's API test uses), which is returned."""
+    if dst is None:
+        dst = fresh_result(src.shape, _dt(dtype, src.dtype), sbuf)
     instructions.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd=reduce_cmd)
     return dst
 

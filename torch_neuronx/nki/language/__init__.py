@@ -58,23 +58,29 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "") -> Nk
     return current().new_tensor(_shape(shape), dtype, buffer, name)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "") -> NkiTensor:
-    """A new on-chip tensor filled with ``fill_value`` (a memset instruction).
+def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+         lazy_initialization: bool = False) -> NkiTensor:
+    """A new on-chip tensor filled with ``fill_value`` (a memset instruction). ``lazy_initialization``
+    (taken by AWS's reference kernels) lets AWS's compiler place the fill later; the values are the
+    same, and the simulator fills at once.
 
     Raises:
         err_hbm_tensor_with_init_value_not_supported: in HBM (AWS's errors page).
     """
+    _ = lazy_initialization
     return highlevel.full(shape, fill_value, dtype, buffer, name, hbm_ok=False)
 
 
-def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "") -> NkiTensor:
-    """``full(shape, 0, dtype)``."""
-    return full(shape, 0, dtype, buffer=buffer, name=name)
+def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+         lazy_initialization: bool = False) -> NkiTensor:
+    """``full(shape, 0, dtype)`` (``lazy_initialization``: see :func:`full`)."""
+    return full(shape, 0, dtype, buffer=buffer, name=name, lazy_initialization=lazy_initialization)
 
 
-def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "") -> NkiTensor:
-    """``full(shape, 1, dtype)``."""
-    return full(shape, 1, dtype, buffer=buffer, name=name)
+def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+         lazy_initialization: bool = False) -> NkiTensor:
+    """``full(shape, 1, dtype)`` (``lazy_initialization``: see :func:`full`)."""
+    return full(shape, 1, dtype, buffer=buffer, name=name, lazy_initialization=lazy_initialization)
 
 
 def zeros_like(a: NkiTensor, dtype: Any = None, *, buffer: Any = None, name: str = "") -> NkiTensor:
@@ -107,8 +113,10 @@ def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
 
 
 def shared_identity_matrix(n: int, dtype: Any = np.uint8) -> NkiTensor:
-    """An ``n x n`` identity matrix tile in SBUF."""
-    return highlevel.identity(int(n), dtype)
+    """An ``n x n`` identity matrix in shared HBM: "the same behavior" as :func:`shared_constant`
+    (legacy ``nki.language.shared_identity_matrix`` page; kernels ``nl.load`` it). The current front
+    end's version is an SBUF tile."""
+    return highlevel.shared_constant(np.identity(int(n)), dtype)
 
 
 def static_cast(input_data: Any, dtype: Any) -> Any:

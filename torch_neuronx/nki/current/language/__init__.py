@@ -72,11 +72,25 @@ class MemoryRegion:
 
 class NKIObject:
     """Base class of NKI kernel dataclasses and configuration objects: keyword arguments become
-    attributes (subclasses decorated with ``@dataclass`` get the dataclass ``__init__``)."""
+    attributes. A subclass decorated with ``@dataclass`` gets the dataclass ``__init__``, whose fields
+    include the class attributes declared without an annotation (``section_idx = None``): AWS's
+    kernels construct such classes by keyword (nki-library's attention kernel does)."""
 
     def __init__(self, **kwargs: Any) -> None:
         for k, v in kwargs.items():
             setattr(self, k, v)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        ann = cls.__dict__.get("__annotations__")
+        if ann is None:
+            ann = {}
+            cls.__annotations__ = ann
+        for name, val in list(cls.__dict__.items()):
+            if name.startswith("_") or name in ann or callable(val) or \
+                    isinstance(val, (classmethod, staticmethod, property, list, dict, set)):
+                continue
+            ann[name] = Any          # a field with its class value as default (last, so defaults follow)
 
 
 # ---- creation --------------------------------------------------------------------------------------
