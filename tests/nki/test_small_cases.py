@@ -450,3 +450,55 @@ def test_legacy_shared_identity_matrix_is_loaded_from_hbm():
         return o
     a = _rand(128, 64)
     np.testing.assert_allclose(k(a), a, rtol=1e-6)
+
+
+def test_access_pattern_with_a_runtime_scalar_offset_on_a_reshaped_view():
+    # .ap(..., scalar_offset=<[1, 1] tile>, indirect_dim=1) on a (1, N) view of a 1-D HBM tensor
+    @nki.jit
+    def k(v, start):
+        n = v.shape[0]
+        o = nl.ndarray((1, 8), dtype=v.dtype, buffer=nl.shared_hbm)
+        s = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=start)
+        t = nl.ndarray((1, 8), dtype=v.dtype, buffer=nl.sbuf)
+        v2 = v.reshape((1, n))
+        nisa.dma_copy(dst=t, src=v2.ap(pattern=[[n, 1], [1, 8]], offset=2, scalar_offset=s, indirect_dim=1))
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    v = np.arange(32, dtype=np.int32)
+    np.testing.assert_array_equal(k(v, np.array([[5]], np.int32)), v[7:15][None, :])
+
+
+def test_truth_value_of_a_tensor_per_front_end():
+    # current front end: an optional tensor tested with `if t:` is true; legacy: the errors page's
+    # err_ambiguous_tensor_truth_value
+    @nki.jit
+    def k(a, b=None):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        src = b if b else a
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=src)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    @legacy.jit
+    def k_legacy(a, b=None):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(b if b else a))
+        return o
+    a, b = _rand(4, 4), _rand(4, 4)
+    np.testing.assert_array_equal(k(a, b), b)
+    with pytest.raises(E.err_ambiguous_tensor_truth_value):
+        k_legacy(a, b)
+
+
+def test_truth_value_of_an_on_chip_tile_is_still_an_error():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        if t:
+            return a
+        return a
+    with pytest.raises(E.err_ambiguous_tensor_truth_value):
+        k(_rand(4, 4))

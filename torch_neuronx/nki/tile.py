@@ -282,6 +282,12 @@ class _TileOps:
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
+        # current front end: an HBM tensor (a kernel parameter) is a Python object, true like any
+        # (nki-library tests optional inputs with ``if params.expert_index:``); on-chip tile values and
+        # the legacy front end keep the errors page's rule
+        st = getattr(self, "storage", None)
+        if st is not None and st.buffer.kind == "hbm" and getattr(st.sim, "frontend", "legacy") == "current":
+            return True
         raise err_ambiguous_tensor_truth_value(
             "a tile has no truth value: control flow cannot depend on tensor values; use &, |, ~ "
             "element-wise and 'is not None' for None checks")
@@ -1270,7 +1276,11 @@ def _indirect_ap(t: NkiTensor, pat: list, offset: int, scalar_offset: Any, vecto
     """``.ap(..., scalar_offset= | vector_offset=, indirect_dim=)``: the runtime offset times the
     element count to the right of ``indirect_dim`` in the *base* tensor is added (AWS's access
     pattern deep dive); with ``vector_offset`` partition ``w`` uses ``vector_offset[w]``."""
-    base_shape = t.storage.shape
+    # the tensor .ap is called on (a reshaped view of a 1-D storage counts with its own dims)
+    base_shape = tuple(t.shape) if len(t.shape) > indirect_dim else t.storage.shape
+    if not 0 <= indirect_dim < max(len(base_shape), 1):
+        raise err_invalid_instruction_argument(
+            f"{desc}: indirect_dim={indirect_dim} is not a dimension of a {len(base_shape)}-D tensor")
     unit = int(np.prod(base_shape[indirect_dim + 1:], dtype=np.int64)) if len(base_shape) > indirect_dim + 1 else 1
     st = t.storage
     shape = tuple(n for _, n in pat)
