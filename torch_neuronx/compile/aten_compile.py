@@ -19,6 +19,7 @@ from ..estimate import active as _estimate
 from ..estimate.graphs import GraphLauncher, InductorCapture
 from . import cache, debug, mega_cache, metrics
 from .cache import GraphKind
+from .output_devices import place_outputs
 from .cache_key import graph_cache_key
 from .fallback import NeuronCompileError, fallback_execution_allowed, handle_compile_failure
 from .graph_identity import current_function
@@ -125,4 +126,4 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         mega_cache.record(key, dict(header), found.artifact)
     debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))
     # each launch is reported to torch_neuronx.estimate while one records (one attribute read otherwise)
-    return GraphLauncher(found.value, gm, kind, key, capture)
+    return place_outputs(GraphLauncher(found.value, gm, kind, key, capture), gm, example_inputs)
