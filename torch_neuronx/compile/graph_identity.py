@@ -26,14 +26,23 @@ def input_name(node: torch.fx.Node) -> str:
     return node.name
 
 
+def _dynamo_internal(filename: str) -> bool:
+    """True for Dynamo's own wrappers (``torch.compile(module)`` traces ``external_utils``'s
+    ``inner`` first, then the module's ``forward``)."""
+    return os.path.dirname(os.path.abspath(filename)) == os.path.dirname(os.path.abspath(torch._dynamo.__file__))
+
+
 def current_function() -> str:
-    """``"'name' (file:line)"`` of the function Dynamo is compiling (its root code object), or
-    ``"'<graph>'"`` outside a Dynamo compile."""
+    """``"'name' (file:line)"`` of the function Dynamo is compiling (its first traced code object
+    that is not one of Dynamo's own wrappers: ``'Linear.forward' (linear.py:124)`` for
+    ``torch.compile(nn.Linear(...))``), or ``"'<graph>'"`` outside a Dynamo compile."""
     tc = torch._guards.TracingContext.try_get()
     codes = getattr(tc, "traced_code", None) if tc is not None else None
     if codes:
-        code = codes[0]
-        return f"'{code.co_name}' ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+        code = next((c for c in codes if not _dynamo_internal(c.co_filename)), codes[0])
+        name = getattr(code, "co_qualname", code.co_name)   # "Linear.forward"; a nested function by its name
+        name = code.co_name if "<locals>" in name else name
+        return f"'{name}' ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
     return "'<graph>'"
 
 
