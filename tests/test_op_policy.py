@@ -129,3 +129,23 @@ def test_host_fallback_dtypes(dtype, host_fallback):
     assert torch.equal(y.cpu(), torch.full((4,), 3, dtype=dtype))
     counted = torch_neuronx.get_fallback_ops().get("aten::mul.out", 0)
     assert counted == (1 if host_fallback else 0)
+
+
+def test_index_put_on_a_cpu_tensor_with_neuron_indices_writes_on_the_cpu():
+    """As on CUDA (index_put moves the indices to the indexed tensor's device): the CPU tensor is
+    written in place and stays on the CPU; reading with neuron indices, or a non-scalar neuron value,
+    is a device error."""
+    x = torch.zeros(5)
+    idx = torch.tensor([1, 3], device="neuron")
+    before = torch.neuron.memory_allocated()
+    x[idx] = 2.0
+    assert x.device.type == "cpu" and x.tolist() == [0.0, 2.0, 0.0, 2.0, 0.0]
+    x[idx] = torch.tensor(3.0, device="neuron")
+    x.index_put_((idx,), torch.tensor(1.0), accumulate=True)
+    assert x.tolist() == [0.0, 4.0, 0.0, 4.0, 0.0]
+    assert torch.neuron.memory_allocated() == before      # nothing of the CPU result is accounted on neuron
+    with pytest.raises(RuntimeError, match="same device as the indexed tensor"):
+        x[idx]
+    with pytest.raises(RuntimeError, match="device"):
+        x[idx] = torch.tensor([4.0, 5.0], device="neuron")
+    assert x.tolist() == [0.0, 4.0, 0.0, 4.0, 0.0]

@@ -71,6 +71,7 @@ class Call {
     if (type == kNeuron) {
       note_device(t.device().index(), "argument ");
       neuron_indices_ = neuron_indices_ || arg.name() == "indices";
+      neuron_operand_ = neuron_operand_ || (arg.name() != "indices" && t.dim() != 0);
       if (is_host_fallback_dtype(t.scalar_type())) {
         host_fallback = true;
       }
@@ -99,7 +100,20 @@ class Call {
         " (argument '", arg.name(), "' of ", name(), ") beside neuron tensors.");
   }
 
-  void check_mixed() const {
+  // True when the kernel runs for a CPU tensor: index_put_ on a CPU `self` with
+  // neuron indices (and at most a 0-dim neuron value). CUDA's kernel moves the
+  // indices to the indexed tensor's device (make_info) and the result stays on
+  // the CPU; so does ours.
+  bool cpu_result() const {
+    return cpu_result_;
+  }
+
+  void check_mixed() {
+    if (mixed_argument_ == "self" && neuron_indices_ && !neuron_operand_ &&
+        writes_through_cpu_indices(op_.operator_name())) {
+      cpu_result_ = true;
+      return;
+    }
     // CUDA's message when the indexed tensor is on the CPU and an index is not.
     TORCH_CHECK(
         !(mixed_argument_ == "self" && neuron_indices_ && accepts_cpu_indices(op_.operator_name())),
@@ -120,6 +134,9 @@ class Call {
   // A result of the CPU kernel, as a neuron tensor.
   at::Tensor unwrap(const at::Tensor& out) {
     if (!out.defined() || out.device().type() == kNeuron) {
+      return out;
+    }
+    if (cpu_result_) {
       return out;
     }
     for (const auto& entry : tensors_) {
@@ -205,6 +222,8 @@ class Call {
   c10::SmallVector<AliasedTensor, 6> tensors_;
   std::string mixed_argument_;
   bool neuron_indices_ = false;
+  bool neuron_operand_ = false;
+  bool cpu_result_ = false;
 };
 
 void neuron_fallback(
@@ -290,7 +309,9 @@ void neuron_fallback(
   }
 
 
-  {
+  if (call.cpu_result()) {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } else {
     RouteAllocationsTo route(device);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }

@@ -113,6 +113,25 @@ bool accepts_cpu_indices(const c10::OperatorName& op) {
   return ops_accepting_cpu_indices().count(op.name) > 0;
 }
 
+// `cpu_tensor[neuron_indices] = v`: PyTorch's index_put kernel moves the indices
+// to the indexed tensor's device (make_info in TensorAdvancedIndexing.cpp), so
+// on CUDA a CPU tensor indexed by CUDA indices is written on the CPU (Diffusers'
+// MiniMax H3 pipeline builds its per-row timesteps this way). Reading
+// (`aten::index`) has no such rule: CUDA refuses it, and so do we.
+const OpNameTable& ops_writing_through_cpu_indices() {
+  static const OpNameTable table = {
+      "aten::index_put_",
+      "aten::index_put",
+      "aten::_index_put_impl_",
+      "aten::_unsafe_index_put",
+  };
+  return table;
+}
+
+bool writes_through_cpu_indices(const c10::OperatorName& op) {
+  return ops_writing_through_cpu_indices().count(op.name) > 0;
+}
+
 bool needs_cpu_kernel(const c10::OperatorName& op) {
   return ops_needing_cpu_kernel().count(op.name) > 0;
 }

@@ -14,6 +14,9 @@ namespace torch_neuronx {
 // tensors, as CUDA does; the boxed fallback then passes its `indices`
 // argument through (never a CPU `self` or `values`).
 bool accepts_cpu_indices(const c10::OperatorName& op);
+// index_put_ family: a CPU `self` with neuron indices runs on the CPU, as CUDA's
+// kernel moves the indices to the indexed tensor's device.
+bool writes_through_cpu_indices(const c10::OperatorName& op);
 
 // True when `op` (any overload) must run PyTorch's CPU kernel through the
 // boxed fallback although PyTorch also registers a composite kernel that a
