@@ -219,6 +219,24 @@ void shared_free(const HostChunk& c) {
   insert_free(a, addr, size, c.segment);
 }
 
+// Maps `bytes` (a whole number of pages) of memory file `fd` shared and
+// read-write, as a chunk of `nbytes` that owns `fd`; `what` names the mapping
+// in the error (the fd is closed when mapping fails).
+static HostChunk map_shared_fd(int fd, size_t nbytes, size_t bytes, const char* what) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    close(fd);
+    map_failed(what, nbytes, err);
+  }
+  HostChunk c;
+  c.ptr = p;
+  c.size = nbytes;
+  c.map_bytes = bytes;
+  c.fd = fd;
+  return c;
+}
+
 HostChunk memfd_chunk(size_t nbytes) {
   TORCH_INTERNAL_ASSERT(nbytes > 0);
   const int fd = memfd_create("neuron-tensor", MFD_CLOEXEC);
@@ -231,18 +249,7 @@ HostChunk memfd_chunk(size_t nbytes) {
     close(fd);
     map_failed("ftruncate of a memory file", nbytes, err);
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    const int err = errno;
-    close(fd);
-    map_failed("mmap of a memory file", nbytes, err);
-  }
-  HostChunk c;
-  c.ptr = p;
-  c.size = nbytes;
-  c.map_bytes = bytes;
-  c.fd = fd;
-  return c;
+  return map_shared_fd(fd, nbytes, bytes, "mmap of a memory file");
 }
 
 HostChunk map_memfd(int fd, size_t nbytes) {
@@ -257,18 +264,7 @@ HostChunk map_memfd(int fd, size_t nbytes) {
         "; the sending process must keep the tensor alive until it is received");
   }
   const size_t bytes = round_up(nbytes, page_size());
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    const int err = errno;
-    close(fd);
-    map_failed("mmap of a received memory file", nbytes, err);
-  }
-  HostChunk c;
-  c.ptr = p;
-  c.size = nbytes;
-  c.map_bytes = bytes;
-  c.fd = fd;
-  return c;
+  return map_shared_fd(fd, nbytes, bytes, "mmap of a received memory file");
 }
 
 void shared_arena_release_cached() {

@@ -187,6 +187,26 @@ def compare_generation(ref: tuple[Any, Any], got: tuple[Any, Any], atol: float) 
     return Outcome(PASS, "", diff)
 
 
+def parameter_grads(model: Any) -> dict[str, Any]:
+    """``{parameter name: its gradient as a float32 CPU tensor}`` for every parameter with a gradient."""
+    return {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def replicas(cpu_model: Any) -> Callable[[str], Any]:
+    """A factory of copies of ``cpu_model``: ``fresh(device)`` is a deep copy holding the weights
+    ``cpu_model`` had when ``replicas`` was called (a check that trained or changed the model leaves
+    them untouched), moved to ``device`` and in eval mode."""
+    pristine = copy.deepcopy(cpu_model.state_dict())
+
+    def fresh(device: str) -> Any:
+        model = copy.deepcopy(cpu_model)
+        model.load_state_dict(pristine)
+        # (transformers types PreTrainedModel.to through functools.wraps, which loses the method's self.)
+        return model.to(device).eval()
+
+    return fresh
+
+
 def _train_step(model, input_ids):
     """(loss float, {name: grad on CPU}) after one SGD step of ``model`` in train mode."""
     import torch
@@ -196,7 +216,7 @@ def _train_step(model, input_ids):
     ids = input_ids.to(device)
     loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
     loss.backward()
-    grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    grads = parameter_grads(model)
     torch.optim.SGD(model.parameters(), lr=1e-2).step()
     return float(loss.detach().cpu()), grads
 

@@ -21,11 +21,10 @@ design): every ``nn.Dropout`` gets ``p = 0`` and label dropout (``dropout_prob``
 """
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
-from .checks import Check, Outcome, Report, compare_train, error_reason, run_check
+from .checks import Check, Outcome, Report, compare_train, error_reason, parameter_grads, replicas, run_check
 from .encoder import compare_tensors
 
 CHECKS: tuple[Check, ...] = ("forward", "compiled", "train")
@@ -215,8 +214,7 @@ def _train(model: Any, inputs: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     model.train()
     loss = forward(model, inputs, grad=True).float().pow(2).mean()
     loss.backward()
-    grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
-    return float(loss.detach().cpu()), grads
+    return float(loss.detach().cpu()), parameter_grads(model)
 
 
 def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
@@ -241,12 +239,7 @@ def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
         report.outcomes = {c: Outcome("cpu-fail", f"building the tiny model: {error_reason(err)}") for c in CHECKS}
         report.seconds = time.perf_counter() - start
         return report
-    pristine = copy.deepcopy(cpu_model.state_dict())
-
-    def fresh(dev: str) -> Any:
-        model = copy.deepcopy(cpu_model)
-        model.load_state_dict(pristine)
-        return model.to(dev).eval()
+    fresh = replicas(cpu_model)
 
     def reference() -> Any:
         return forward(fresh("cpu"), inputs).float()

@@ -14,11 +14,11 @@ a mapping value that is a tuple of classes gives one entry per class). An entry 
 """
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
-from .checks import FAIL, PASS, Check, Outcome, Report, compare_train, error_reason, run_check
+from .checks import (FAIL, PASS, Check, Outcome, Report, compare_train, error_reason, parameter_grads, replicas,
+                     run_check)
 
 CHECKS: tuple[Check, ...] = ("forward", "train")
 #: The head of each mapping, by the mapping's name.
@@ -121,8 +121,7 @@ def train_step(model: Any, inputs: dict[str, Any], head: str) -> tuple[float, di
     if loss is None:  # heads without a loss of their own (DeiT / LeViT with a distillation teacher)
         loss = _logits(out).float().pow(2).mean()
     loss.backward()
-    grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
-    return float(loss.detach().cpu()), grads
+    return float(loss.detach().cpu()), parameter_grads(model)
 
 
 def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
@@ -146,12 +145,7 @@ def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
                            for c in CHECKS}
         report.seconds = time.perf_counter() - start
         return report
-    pristine = copy.deepcopy(cpu_model.state_dict())
-
-    def fresh(dev: str) -> Any:
-        model = copy.deepcopy(cpu_model)
-        model.load_state_dict(pristine)
-        return model.to(dev).eval()  # type: ignore[arg-type]  # PreTrainedModel.to's wrapped signature
+    fresh = replicas(cpu_model)
 
     run_check(report, "forward", checks, lambda: forward_logits(fresh("cpu"), inputs),
               lambda: forward_logits(fresh(device), inputs), compare_tensors, atol)

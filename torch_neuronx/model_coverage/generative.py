@@ -13,12 +13,11 @@ speech-seq2seq): the same two checks as the causal-LM table, from the family's o
 """
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .checks import SKIP, Check, Outcome, Report, compare_generation, error_reason, run_check
+from .checks import SKIP, Check, Outcome, Report, compare_generation, error_reason, replicas, run_check
 
 #: The checks of a generative family, in order.
 GENERATIVE_CHECKS: tuple[Check, ...] = ("generate", "compiled")
@@ -75,12 +74,7 @@ def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Cal
         report.outcomes = {c: Outcome("cpu-fail", f"{what}: {error_reason(err)}") for c in GENERATIVE_CHECKS}
         report.seconds = time.perf_counter() - start
         return report
-    pristine = copy.deepcopy(cpu_model.state_dict())
-
-    def fresh(dev: str) -> Any:
-        model = copy.deepcopy(cpu_model)
-        model.load_state_dict(pristine)
-        return model.to(dev).eval()
+    fresh = replicas(cpu_model)
 
     run_check(report, "generate", checks, lambda: generate(fresh("cpu"), inputs, new_tokens),
               lambda: generate(fresh(device), inputs, new_tokens), compare_generation, atol)
