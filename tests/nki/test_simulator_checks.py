@@ -495,13 +495,40 @@ def test_sbuf_capacity_per_platform():
 
 
 def test_psum_holds_eight_banks():
+    # nine [128, 512] fp32 tiles (2 KiB each) live at once: written, then all read
     @nki.jit
     def k(a):
         o = _out()
-        _banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
-        nl.store(o, value=nl.load(a))
+        banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
+        acc = nl.load(a)
+        for b in banks:
+            acc = nl.add(acc, b)
+        nl.store(o, value=acc)
         return o
     _raises(E.err_buffer_capacity_exceeded, k, np.zeros((128, 512), F32), contains=("psum", "16384"))
+
+
+def test_psum_tile_is_free_after_its_last_use():
+    # AWS's compiler allocates PSUM by live range: a tile still named by a Python variable but never
+    # used again does not occupy a bank (nki-library's MoE kernels keep `tmp` from the previous set)
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        acc[...] = nl.multiply(x, 0.0)
+        for _rep in range(3):                # a Python loop: every pass allocates eight fresh banks
+            banks = []
+            for _ in range(8):
+                tmp = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+                tmp[...] = nl.add(x, 1.0)
+                banks.append(tmp)
+            for b in banks:
+                acc[...] = nl.add(acc, b)
+        nl.store(o, value=acc)
+        return o
+    a = np.random.rand(128, 512).astype(F32)
+    np.testing.assert_allclose(k(a), 24 * (a + 1), rtol=1e-6)
 
 
 def test_api_outside_kernel():

@@ -198,8 +198,9 @@ err_unsupported_dtype = _make(
     "dtypes", documented=False)
 err_buffer_capacity_exceeded = _make(
     "err_buffer_capacity_exceeded",
-    "live PSUM allocations exceed its 16 KiB (8 banks of 2 KiB) per partition, or one tile exceeds an "
-    "SBUF partition (SBUF overflow is spilled to HBM, as AWS's compiler does)", "arch-v2:77",
+    "PSUM tiles live at one instruction (each from its first to its last access) exceed its 16 KiB "
+    "(8 banks of 2 KiB) per partition, or one tile exceeds an SBUF partition (SBUF overflow is spilled to "
+    "HBM, as AWS's compiler does)", "arch-v2:77",
     documented=False)
 err_invalid_program_axis = _make(
     "err_invalid_program_axis",

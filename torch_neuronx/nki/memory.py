@@ -12,8 +12,11 @@ Capacities come from the platform row (``torch_neuronx.runtime.platforms``): SBU
 partition on NeuronCore-v2 (trn1, inf2), 224 KiB on v3 (trn2), 256 KiB on v4 (trn3); PSUM 16 KiB per
 partition (8 banks of 2 KiB); HBM: the chip's HBM divided among its physical cores.
 
-Overflow. PSUM cannot spill: live PSUM beyond 16 KiB per partition raises
-``err_buffer_capacity_exceeded``. SBUF overflow is *spilled*, as AWS's compiler does (the Mamba
+Overflow. PSUM cannot spill: PSUM tiles live at one instruction beyond 16 KiB per partition raise
+``err_buffer_capacity_exceeded``. A PSUM tile is live from its first instruction access to its last, as
+AWS's compiler allocates it ("the total size of the live data being used by a NKI kernel",
+``nki/get-started/about/memory-hierarchy-overview.rst``), not while a Python variable still names it: the
+check runs on the recorded live ranges when the kernel returns (:meth:`Allocator.check_psum`). SBUF overflow is *spilled*, as AWS's compiler does (the Mamba
 tutorial shows "qSyncSpillReload0 and qVectorSpillReload0 ... intermediate data spill from SBUF into
 device memory", ``fused_mamba.rst``): the allocation succeeds and the bytes over capacity are charged
 to the cost model as DMA traffic (written out and read back, see :meth:`Allocator.alloc`). One tile
@@ -130,6 +133,8 @@ class Allocator:
         self.peak = dict(self.live)
         self.platform = platform
         self.spilled_bytes = 0          # per partition, cumulative (cost model)
+        self.psum_records: list[Allocation] = []   # PSUM allocations with their live ranges
+        self.seq = 0                    # instruction accesses of PSUM so far (live-range clock)
 
     def alloc(self, kind: str, nbytes: int, what: str, partitions: int = 1) -> Allocation:
         """Reserve ``nbytes`` (per partition for SBUF/PSUM, total for HBM).
@@ -149,28 +154,74 @@ class Allocator:
                 f"{'partition' if kind != 'hbm' else 'HBM'} on {self.platform.name}")
         new = self.live[kind] + nbytes
         spill = 0
-        if new > cap:
-            if kind != "sbuf":
-                raise err_buffer_capacity_exceeded(
-                    f"{what} needs {nbytes} {unit} in {kind}; {self.live[kind]} live, capacity "
-                    f"{cap} on {self.platform.name} (PSUM cannot spill)")
+        if new > cap and kind == "hbm":
+            raise err_buffer_capacity_exceeded(
+                f"{what} needs {nbytes} {unit} in {kind}; {self.live[kind]} live, capacity "
+                f"{cap} on {self.platform.name}")
+        if new > cap and kind == "sbuf":
             over = new - max(cap, self.live[kind])
             spill = over * max(1, partitions)
             self.spilled_bytes += over
         self.live[kind] = new
         self.peak[kind] = max(self.peak[kind], new)
-        return Allocation(self, kind, nbytes, spill)
+        rec = Allocation(self, kind, nbytes, spill, what)
+        if kind == "psum" and nbytes:
+            self.psum_records.append(rec)
+        return rec
+
+    def touch(self, rec: Allocation) -> None:
+        """Record an instruction access of PSUM allocation ``rec`` (its live range grows to this
+        access)."""
+        self.seq += 1
+        if rec.first is None:
+            rec.first = self.seq
+        rec.last = self.seq
+
+    def check_psum(self) -> None:
+        """Check PSUM occupancy by live range, as AWS's compiler allocates: a tile occupies PSUM
+        from its first access to its last (a tile allocated and never accessed occupies nothing),
+        not for as long as a Python variable names it.
+
+        Raises:
+            err_buffer_capacity_exceeded: more than the PSUM partition (16 KiB on every platform
+                row) is live at one instruction.
+        """
+        cap = self.capacity["psum"]
+        events = []
+        for r in self.psum_records:
+            if r.first is not None:
+                events.append((r.first, 0, r))
+                events.append((r.last, 1, r))
+        events.sort(key=lambda e: (e[0], e[1]))
+        live: dict[int, Allocation] = {}
+        total = 0
+        for _seq, kind, r in events:
+            if kind == 0:
+                live[id(r)] = r
+                total += r.nbytes
+                if total > cap:
+                    names = ", ".join(x.what for x in live.values())
+                    raise err_buffer_capacity_exceeded(
+                        f"{total} bytes per partition of PSUM live at once, capacity {cap} on "
+                        f"{self.platform.name} (PSUM cannot spill); live tiles: {names}")
+            else:
+                live.pop(id(r), None)
+                total -= r.nbytes
+        self.psum_records = [r for r in self.psum_records if not r.freed]
 
 
 class Allocation:
     """One reservation; released once, either when its tensor's scope ends (the loop iteration it
     was declared in: NKI tensors do not outlive their scope) or when the tensor is garbage-collected."""
 
-    __slots__ = ("allocator", "kind", "nbytes", "freed", "spill_bytes")
+    __slots__ = ("allocator", "kind", "nbytes", "freed", "spill_bytes", "what", "first", "last")
 
-    def __init__(self, allocator: Allocator, kind: str, nbytes: int, spill_bytes: int = 0):
+    def __init__(self, allocator: Allocator, kind: str, nbytes: int, spill_bytes: int = 0, what: str = ""):
         self.allocator, self.kind, self.nbytes, self.freed = allocator, kind, nbytes, False
         self.spill_bytes = spill_bytes
+        self.what = what
+        self.first: int | None = None     # live range: first and last instruction access (PSUM)
+        self.last: int | None = None
 
     def release(self) -> None:
         """Return the bytes to the allocator (idempotent)."""

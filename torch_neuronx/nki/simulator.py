@@ -338,6 +338,8 @@ class NeuronCoreSim:
         st = Storage(shape, dtype, buf, data, self.keep, pdim, name, sim=self)
         if isinstance(buffer, Placement):
             st.placement = buffer
+        if buf.kind == "psum" and rec.nbytes:
+            st.alloc = rec
         t = NkiTensor.full_view(st)
         weakref.finalize(st, rec.release)
         if self.loops and buf.kind in ON_CHIP:
@@ -449,6 +451,10 @@ class NeuronCoreSim:
         return np.asarray(vals).astype(np.int64)
 
     def _commit(self, ins: Instr) -> None:
+        for sacc, _m in ins.reads + ins.writes:
+            rec = sacc.storage.alloc
+            if rec is not None:
+                rec.allocator.touch(rec)
         ready = 0.0
         for sacc, m in ins.reads:
             st = sacc.storage
@@ -846,6 +852,8 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
         return ca, ck
 
     first_ret = launch.run(fn, make_args)
+    for core in launch.cores:
+        core.allocator.check_psum()
     outs = _flatten_outputs(first_ret)
     fname = getattr(fn, "__name__", fn)
     if not outs and not params_writable:

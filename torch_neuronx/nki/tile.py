@@ -115,7 +115,8 @@ class Storage:
     """
 
     __slots__ = ("shape", "dtype", "buffer", "pdim", "pstride", "data", "keep", "name", "immutable",
-                 "param_written", "written", "aux", "marks", "created_in", "placement", "sim", "__weakref__")
+                 "param_written", "written", "aux", "marks", "created_in", "placement", "sim", "alloc",
+                 "__weakref__")
 
     def __init__(self, shape: Sequence[int], dtype: Any, buffer: Buffer, data: np.ndarray, keep: bool,
                  pdim: int = 0, name: str = "", sim: Any = None):
@@ -134,6 +135,7 @@ class Storage:
         self.created_in: dict[int, int] = {}
         self.placement: Any = None
         self.sim = sim
+        self.alloc: Any = None         # its memory.Allocation (PSUM live ranges)
         if buffer.kind in ON_CHIP and self.shape:
             self.pstride = int(np.prod(self.shape[:pdim] + self.shape[pdim + 1:], dtype=np.int64)) \
                 if len(self.shape) > 1 else 1
