@@ -18,7 +18,8 @@ Storage. A tensor's bytes are kept in a NumPy array of its *storage dtype*:
   logical dtype itself, so a bf16 value is a real bf16 (``ml_dtypes``, round to nearest even) and
   reinterpreting bytes (``t.view(dtype)``) is exact. tf32 is stored as fp32 rounded to 10 mantissa
   bits. Packed x4 types are stored as unsigned integers of their width (4 x FP8 in a uint32, 4 x FP4 in
-  a uint16).
+  a uint16); a NumPy kernel input of such a type is an unsigned-integer array of that width or a
+  structured array with one field named after the type (``np.dtype([("float8_e4m3fn_x4", "<u4")])``).
 * **fp32** (AWS's ``NKI_PRECISE_FP=0``; and the *legacy* simulator, whose known-issues page says "Custom
   data types like nl.float32r, nl.bfloat16, nl.float8_e4m3, and nl.float8_e5m2 simulate in fp32
   precision", ``nki_known_issues.rst``): every float type is stored as float32 without rounding, while
@@ -104,9 +105,17 @@ class PackedDType:
     def __repr__(self) -> str:
         return self.name
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of host arrays of this type (``np.zeros(shape, dtype=nl.float8_e4m3fn_x4)``):
+        one unsigned field of the packed width, named after the type; :func:`as_dtype` maps it back."""
+        return np.dtype([(self.name, self.storage)])
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             return other == self.name
+        if isinstance(other, np.dtype):
+            return other == self.dtype
         return other is self
 
     def __hash__(self) -> int:
@@ -277,6 +286,9 @@ def as_dtype(d: Any, where: str = "dtype") -> Any:
         raise err_unsupported_dtype(f"{where}: {d!r} is not a data type") from None
     if dt in _SUPPORTED or dt in _EXTRA_FLOATS:
         return dt
+    if dt.names is not None and len(dt.names) == 1 and dt.names[0] in _PACKED \
+            and dt.itemsize == _PACKED[dt.names[0]].itemsize:
+        return _PACKED[dt.names[0]]          # NumPy x4 data: one unsigned field named after the MX type
     raise err_unsupported_dtype(f"{where}: {dt} is not supported on NeuronCores (supported: fp32, tf32, bf16, "
                                 "fp16, fp8 e4m3/e4m3fn/e5m2/e8m0, the MX x4 types, int8-32, uint8-32, bool)")
 
@@ -431,6 +443,8 @@ def input_storage(arr: np.ndarray, where: str, keep: bool) -> tuple[Any, np.ndar
         err_unsupported_dtype: for float64, int64 and other types NeuronCores lack.
     """
     dt = as_dtype(arr.dtype, where)
+    if isinstance(dt, PackedDType) and arr.dtype.names is not None:
+        arr = np.ascontiguousarray(arr).view(dt.storage)
     return dt, np.array(arr, dtype=storage_dtype(dt, keep), copy=True).reshape(-1)
 
 

@@ -284,11 +284,12 @@ class _TileOps:
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
-        # current front end: an HBM tensor (a kernel parameter) is a Python object, true like any
-        # (nki-library tests optional inputs with ``if params.expert_index:``); on-chip tile values and
-        # the legacy front end keep the errors page's rule
+        # current front end: a tensor is a specialization-time Python object whose values are unknown
+        # ("Tensor Values", nki/get-started/nki-language-guide.rst), true like any object: nki-library
+        # tests optional HBM inputs and SBUF tiles with ``if params.expert_index:``. The legacy front
+        # end keeps its errors page's rule
         st = getattr(self, "storage", None)
-        if st is not None and st.buffer.kind == "hbm" and getattr(st.sim, "frontend", "legacy") == "current":
+        if st is not None and getattr(st.sim, "frontend", "legacy") == "current":
             return True
         raise err_ambiguous_tensor_truth_value(
             "a tile has no truth value: control flow cannot depend on tensor values; use &, |, ~ "
