@@ -538,3 +538,40 @@ def test_quantize_mx_scale_is_the_ocp_rule_and_x4_arrays_round_trip():
     scale = np.repeat(np.repeat(np.ldexp(1.0, e), 8, axis=0), 4, axis=1)
     want = np.clip(a.astype(F32) / scale, -448, 448).astype(ml_dtypes.float8_e4m3fn).astype(F32)
     np.testing.assert_array_equal(vals, want)
+
+
+def test_out_of_bounds_access_pattern_is_refused_only_when_accessed():
+    # nki-library's output projection builds `w.ap(...)` for every index and skips the ones past the
+    # end with a Python guard: creating the view is legal, accessing it is err_tensor_access_out_of_bound
+    def kernel(use_last):
+        @nki.jit
+        def k(a):
+            t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a)
+            o = nl.ndarray((4, 3), dtype=a.dtype, buffer=nl.shared_hbm)
+            r = nl.ndarray((4, 3), dtype=a.dtype, buffer=nl.sbuf)
+            for j in range(4):                       # column offsets 0, 2, 4, 6: the last ends past 8
+                v = t.ap(pattern=[[8, 4], [1, 3]], offset=2 * j)
+                if j < 3 or use_last:
+                    nisa.tensor_copy(dst=r, src=v)
+            nisa.dma_copy(dst=o, src=r)
+            return o
+        return k
+    a = _rand(4, 8)
+    np.testing.assert_array_equal(kernel(False)(a), a[:, 4:7])
+    with pytest.raises(E.err_tensor_access_out_of_bound):
+        kernel(True)(a)
+
+
+def test_access_pattern_reinterpreting_a_tile_counts_partitions_in_its_own_elements():
+    # nki-library's rmsnorm_quant stores an fp32 [P, 1] scale tile as 4 bytes per row through
+    # `.ap(pattern=[[4, P], [1, 4]], dtype=nl.float8_e4m3)`: the partition step is 4 one-byte elements
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((16, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = nl.ndarray((16, 4), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t.ap(pattern=[[4, 16], [1, 4]], dtype=nl.uint8))
+        return o
+    a = _rand(16, 1)
+    np.testing.assert_array_equal(k(a), a.view(np.uint8).reshape(16, 4))

@@ -496,7 +496,7 @@ class NkiTensor(_TileOps):
             raise err_failed_to_infer_tile_from_local_tensor(
                 f"{self.describe()}: block dimensions before the partition dimension must be indexed by an "
                 "integer")
-        ps = st.pstride
+        ps = self._partition_stride()
         if self.strides is not None and ps:
             if self.shape and self.shape[0] > 1:
                 s0 = self.strides[0]
@@ -513,6 +513,8 @@ class NkiTensor(_TileOps):
         elif ps:
             acc = self.access()
             part = acc.flat_indices() // ps
+            if acc.oob is not None and np.any(acc.oob):
+                return          # out-of-bound elements: err_tensor_access_out_of_bound unless masked off
             if part.ndim >= 1 and part.size:
                 ref = part.reshape(part.shape[0], -1)
                 if ref.shape[1] > 1 and not np.all(ref == ref[:, :1]):
@@ -525,9 +527,20 @@ class NkiTensor(_TileOps):
                         f"{self.describe()}: partition indices are not contiguous")
         self._checked = True
 
+    def _partition_stride(self) -> int:
+        """Elements of this view's dtype per partition: a reinterpreting view (``.view(dtype)``,
+        ``.ap(dtype=...)``) counts strides and flat indices in its own elements."""
+        st = self.storage
+        ps = st.pstride
+        if ps and self.dtype != st.dtype and not dtypes.is_packed(st.dtype) and not dtypes.is_packed(self.dtype):
+            sz, vz = dtypes.np_dtype(st.dtype).itemsize, dtypes.np_dtype(self.dtype).itemsize
+            if (ps * sz) % vz == 0:
+                ps = ps * sz // vz
+        return ps
+
     def start_partition(self) -> int:
         """First partition an on-chip view touches."""
-        ps = self.storage.pstride or 1
+        ps = self._partition_stride() or 1
         if self.strides is not None:
             return self.offset // ps
         return int(self.access().flat_indices().reshape(-1)[0]) // ps if self.size else 0
@@ -752,7 +765,7 @@ class NkiTensor(_TileOps):
             return _indirect_ap(self, pat, base_off, scalar_offset, vector_offset, indirect_dim, dt,
                                 self.describe())
         v = NkiTensor(st, [n for _, n in pat], [s for s, _ in pat], base_off, dt)
-        _check_flat_bounds(v, f".ap({pat}, offset={base_off}) of {st.describe()}")
+        _defer_flat_bounds(v, f".ap({pat}, offset={base_off}) of {st.describe()}")
         return v
 
     def view(self, dtype: Any) -> NkiTensor:
@@ -1264,14 +1277,25 @@ def _gather_transform(t: NkiTensor, fn: Callable[[np.ndarray], np.ndarray], shap
     return NkiTensor(t.storage, shape, None, 0, t.dtype, resolver=resolve, indirect_dims=t.indirect_dims)
 
 
-def _check_flat_bounds(v: NkiTensor, what: str) -> None:
+def _defer_flat_bounds(v: NkiTensor, what: str) -> None:
+    """An access pattern reaching outside its storage is legal to *create* (AWS's kernels build one
+    before the guard that skips it: nki-library's output projection); it becomes a gather whose
+    out-of-bound elements raise ``err_tensor_access_out_of_bound`` when an instruction accesses them
+    unmasked (never a read outside the storage)."""
     if v.strides is None or not v.size:
         return
     lo = v.offset + sum(min(0, (n - 1) * s) for n, s in zip(v.shape, v.strides, strict=False))
     hi = v.offset + sum(max(0, (n - 1) * s) for n, s in zip(v.shape, v.strides, strict=False))
     size = v.storage.flat(v.dtype).size
-    if lo < 0 or hi >= size:
-        raise err_tensor_access_out_of_bound(f"{what}: elements [{lo}, {hi}] of a storage of {size}")
+    if lo >= 0 and hi < size:
+        return
+    acc = Access(v.storage, v.dtype, v.shape, v.strides, v.offset)
+    fi = acc.flat_indices()
+    oob = (fi < 0) | (fi >= size)
+    idx = np.clip(fi, 0, size - 1)
+    desc = f"{what}: elements [{lo}, {hi}] of a storage of {size}"
+    v.strides, v.offset = None, 0
+    v.resolver = lambda: (idx, oob, desc, ())
 
 
 def _indirect_ap(t: NkiTensor, pat: list, offset: int, scalar_offset: Any, vector_offset: Any,
