@@ -1,6 +1,7 @@
 """ESTIMATED trn2 time of a ViT-style encoder block: our fused NKI kernels vs the unfused op sequence.
 
     python bench/nki.py [--seq 256] [--hidden 768] [--heads 12] [--mlp 2048] [--json]
+                        [--published NKI_SAMPLES_DIR [--published-platform trn1] [--large]]
 
 Everything here is an ESTIMATE; no Trainium is involved.
 
@@ -114,8 +115,91 @@ def fused_kernels(S, H, nh, I, platform="trn2"):  # noqa: E741  (I: the MLP inte
     return out
 
 
+# AWS's published latencies (microseconds) of public NKI kernels, with their shapes and sources. None of
+# them was used to fit the cost model (its one fitted constant, the DMA efficiency, comes from the first
+# three steps of AWS's matmul tutorial, docs/NKI.md): every row is an out-of-sample check.
+_SAMPLES = "aws-neuron/nki-samples@0898a77"
+_SDK = "aws-neuron/aws-neuron-sdk@81ce03a"
+PUBLISHED = [
+    # (kind, kernel, shape, published us, 'measured' | 'ceiling', source)
+    ("mamba", "mamba_v1", dict(ch=256, seq=512), 172.93, "measured",
+     f"{_SDK}:nki/guides/tutorials/fused_mamba.rst:514"),
+    ("mamba", "mamba_v1", dict(ch=4096, seq=512), 2340.0, "measured",
+     f"{_SDK}:nki/guides/tutorials/fused_mamba.rst:548"),
+    ("mamba", "mamba_v2", dict(ch=4096, seq=512), 1610.0, "measured",
+     f"{_SDK}:nki/guides/tutorials/fused_mamba.rst:731"),
+    ("avgpool", "adaptive_avg_pool2d_kernel", dict(shape=(1, 64, 56, 56), out=7, dtype="float32"), 65.0, "ceiling",
+     f"{_SAMPLES}:test/unit/test_adaptive_avg_pool2d.py:50"),
+    ("avgpool", "adaptive_avg_pool2d_kernel", dict(shape=(2, 128, 28, 28), out=7, dtype="float32"), 109.0, "ceiling",
+     f"{_SAMPLES}:test/unit/test_adaptive_avg_pool2d.py:51"),
+    ("avgpool", "adaptive_avg_pool2d_kernel", dict(shape=(1, 256, 14, 14), out=7, dtype="float16"), 88.0, "ceiling",
+     f"{_SAMPLES}:test/unit/test_adaptive_avg_pool2d.py:52"),
+    ("avgpool", "adaptive_avg_pool2d_kernel", dict(shape=(1, 512, 7, 7), out=1, dtype="float32"), 14.0, "ceiling",
+     f"{_SAMPLES}:test/unit/test_adaptive_avg_pool2d.py:55"),
+    ("avgpool", "adaptive_avg_pool2d_kernel", dict(shape=(2, 2048, 32, 32), out=(3, 3), dtype="float32"), 564.0,
+     "ceiling", f"{_SAMPLES}:test/unit/test_adaptive_avg_pool2d.py:57"),
+    ("sd_attention", "fused_self_attn_for_SD_small_head_size", dict(seq=4096, d=128, dtype="bfloat16"), 536.0,
+     "ceiling", f"{_SAMPLES}:test/unit/test_SD_attention_small_head.py:29"),
+    ("sd_attention", "fused_self_attn_for_SD_small_head_size", dict(seq=4096, d=128, dtype="float32"), 675.0,
+     "ceiling", f"{_SAMPLES}:test/unit/test_SD_attention_small_head.py:28"),
+]
+
+
+def published_checks(samples_dir: str, platform: str = "trn1", large: bool = False) -> list:
+    """Run AWS's public kernels from a checkout of ``aws-neuron/nki-samples`` at 0898a77 (never part of
+    this repository; loaded through the NKI import hook) at the shapes of :data:`PUBLISHED` and return
+    ``[dict(kernel, shape, estimated_us, published_us, kind, error_pct, source)]``. ``large`` adds the
+    4096-token SD-attention rows (minutes of host time)."""
+    import importlib.util
+
+    from torch_neuronx import nki
+    here = os.path.dirname(os.path.abspath(__file__))     # this file is 'nki.py': not AWS's nki package
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    nki.install_import_hook()
+    sys.path.insert(0, os.path.join(samples_dir, "src"))
+    rng = np.random.default_rng(0)
+
+    def load(rel: str):
+        spec = importlib.util.spec_from_file_location(os.path.basename(rel)[:-3], os.path.join(samples_dir, rel))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    dt = dict(float32=np.float32, float16=np.float16, bfloat16=ml_dtypes.bfloat16)
+    rows = []
+    for kind, name, shape, pub, what, src in PUBLISHED:
+        if kind == "sd_attention" and not large:
+            continue
+        if kind == "mamba":
+            k = getattr(load("src/nki_samples/tutorials/fused_mamba/mamba_nki_kernels.py"), name)
+            ch, seq, ss = shape["ch"], shape["seq"], 16
+            args = ((rng.random((1, ch, seq)) * 0.1).astype(np.float32), rng.standard_normal((1, ch, seq), np.float32),
+                    -rng.random((ch, ss)).astype(np.float32), rng.standard_normal((1, ss, seq), np.float32),
+                    rng.standard_normal((1, ss, seq), np.float32))
+            bench = nki.benchmark(getattr(k, "func", k), platform=platform)
+        elif kind == "avgpool":
+            k = getattr(load("src/nki_samples/reference/vision.py"), name)
+            args = (rng.standard_normal(shape["shape"], np.float32).astype(dt[shape["dtype"]]), shape["out"])
+            bench = nki.benchmark(getattr(k, "func", k), platform=platform)
+        else:
+            k = getattr(load("src/nki_samples/reference/attention.py"), name)
+            s, d, t = shape["seq"], shape["d"], dt[shape["dtype"]]
+            args = tuple(rng.random(sh).astype(t) for sh in ((1, d, s), (1, s, d), (1, s, d)))
+            bench = nki.benchmark(getattr(k, "func", k), platform=platform)[1]
+        bench(*args)
+        est = bench.benchmark_result.latency_us
+        rows.append(dict(kernel=name, shape=shape, estimated_us=est, published_us=pub, kind=what,
+                         error_pct=100.0 * (est - pub) / pub, source=src))
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--published", metavar="NKI_SAMPLES_DIR",
+                    help="also check the cost model against AWS's published latencies, running AWS's kernels "
+                         "from a checkout of aws-neuron/nki-samples at 0898a77 (not part of this repository)")
+    ap.add_argument("--published-platform", default="trn1", help="platform of those checks (default trn1)")
+    ap.add_argument("--large", action="store_true", help="with --published: add the 4096-token SD-attention rows")
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
@@ -185,6 +269,16 @@ def main(argv=None):
     s = result["simulator"]
     print(f"\nsimulator throughput: {s['instructions']} instructions in {s['host_seconds']:.2f} s host = "
           f"{s['instructions_per_second']:,.0f} instructions/s")
+    if a.published:
+        rows = published_checks(a.published, a.published_platform, a.large)
+        result["published"] = rows
+        print(f"\ncost model vs AWS's published latencies ({a.published_platform}; none fitted; 'ceiling' = the "
+              "test's latency bound, 'measured' = the tutorial's profile)")
+        for r in rows:
+            print(f"  {r['kernel']:<40} {str(r['shape']):<52} est {r['estimated_us']:>9.1f} us  published "
+                  f"{r['published_us']:>8.1f} ({r['kind']:<8}) {r['error_pct']:+6.0f}%  {r['source']}")
+        ok = sum(abs(r["error_pct"]) <= 25 for r in rows)
+        print(f"  within +-25%: {ok} of {len(rows)}")
     return result
 
 
