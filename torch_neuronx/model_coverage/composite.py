@@ -35,6 +35,8 @@ NESTED_SHRINK: dict[str, int] = {
     "num_encoder_layers": 2, "decoder_hidden_size": 64, "decoder_num_hidden_layers": 2,
     "decoder_intermediate_size": 128, "decoder_num_attention_heads": 4, "text_hidden_size": 64,
     "vision_hidden_size": 64, "mm_hidden_size": 64, "qformer_hidden_size": 64,
+    # convolutional audio tokenizers whose channels double per stage (VibeVoice: 32 → 2048 over 7 stages)
+    "num_filters": 4,
 }
 
 #: Config keys (suffixes) holding a probability of a random draw: zeroed, floats and lists.
@@ -85,6 +87,12 @@ def _shrink_kwargs(cfg: Any) -> dict[str, Any]:
         current = _tiny.get_field(cfg, key)
         if _tiny.has_field(cfg, key) and isinstance(current, int) and not isinstance(current, bool):
             out[key] = min(value, current)
+    # Per-stage block counts of convolutional / hierarchical towers (ResNet-style ``depths``, VibeVoice's
+    # acoustic tokenizer): one block per stage, the stages themselves (and their strides) kept.
+    depths = _tiny.get_field(cfg, "depths")
+    if (_tiny.has_field(cfg, "depths") and isinstance(depths, (list, tuple)) and depths
+            and all(isinstance(d, int) and not isinstance(d, bool) for d in depths)):
+        out["depths"] = [min(1, d) for d in depths]
     return out
 
 
@@ -145,6 +153,30 @@ def remap_special_ids(config: Any) -> None:
                 elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
                     setattr(cfg, key, [new_id(v) if v >= max(3, vocab - RESERVED) else v for v in value])
     walk(config)
+
+
+#: Placeholder ids a multimodal config may leave unset (``None``: "the processor's choice"), while its
+#: modelling code compares ``input_ids`` with them.
+PLACEHOLDER_IDS = ("image_token_id", "audio_token_id", "video_token_id")
+
+
+def fill_placeholder_ids(config: Any) -> None:
+    """Gives each :data:`PLACEHOLDER_IDS` field of ``config`` (top level) that is ``None`` a free id
+    among the reserved top ids of the tiny vocabulary, in place."""
+    vocab = vocab_size(config)
+    used: set[int] = set()
+
+    def walk(cfg: Any) -> None:
+        for key, value in cfg.__dict__.items():
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value)
+            elif _SPECIAL_ID.search(key) and isinstance(value, int) and not isinstance(value, bool):
+                used.add(value)
+    walk(config)
+    free = (i for i in range(vocab - 1, vocab - RESERVED, -1) if i not in used)
+    for key in PLACEHOLDER_IDS:
+        if _tiny.has_field(config, key) and getattr(config, key, 0) is None:
+            setattr(config, key, next(free))
 
 
 def _scaled(sections: list[int], total: int) -> list[int]:
@@ -219,6 +251,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     config_class = getattr(model_class, "config_class", None) or CONFIG_MAPPING[model_type]
     config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
     remap_special_ids(config)
+    fill_placeholder_ids(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)

@@ -122,26 +122,44 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
         LookupError: no image processor; RuntimeError: no placeholder count matched; anything the
         model raises for other reasons.
     """
-    import torch
-
     config = model.config
     params = inspect.signature(model.forward).parameters
     pixels = {k: v for k, v in image_inputs(model_type, config, seed).items() if k in params}
-    vocab = vocab_size(config)
     token = _image_token(config)
-    if token is None:
-        ids = token_ids(prompt_len, vocab, seed)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
-    head, tail = token_ids(3, vocab, seed), token_ids(prompt_len - 3, vocab, seed + 1)
 
-    def make(n: int) -> dict[str, Any]:
-        ids = torch.cat([head, torch.full((1, n), token), tail], 1)
-        d = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
+    def types(ids: Any) -> dict[str, Any]:
+        d: dict[str, Any] = {}
         if "mm_token_type_ids" in params:
             d["mm_token_type_ids"] = (ids == token).long()  # what transformers' processors return
         if "token_type_ids" in params and model_type in TOKEN_TYPE_IMAGE:
             d["token_type_ids"] = (ids == token).long()
         return d
+
+    return with_placeholders(model, model_type, token, pixels, seed, prompt_len, types)
+
+
+def with_placeholders(model: Any, model_type: str, token: int | None, features: dict[str, Any], seed: int,
+                      prompt_len: int = 6, extra: Any = None) -> dict[str, Any]:
+    """``features`` plus ``input_ids`` = ``[3 text ids, N × token, prompt_len − 3 text ids]`` and its
+    attention mask (``extra(ids)`` adds more id-derived tensors). N is found by running ``model`` once
+    with one placeholder and reading transformers' "... tokens: X, features: N" mismatch error (N may
+    count features × hidden size: both are tried). ``token`` None: no placeholders, plain text ids.
+
+    Raises:
+        RuntimeError: no placeholder count matched; anything the model raises for other reasons.
+    """
+    import torch
+
+    config = model.config
+    vocab = vocab_size(config)
+    if token is None:
+        ids = token_ids(prompt_len, vocab, seed)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **features}
+    head, tail = token_ids(3, vocab, seed), token_ids(prompt_len - 3, vocab, seed + 1)
+
+    def make(n: int) -> dict[str, Any]:
+        ids = torch.cat([head, torch.full((1, n), token), tail], 1)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **features, **(extra(ids) if extra else {})}
 
     n, tried = 1, {1}
     text = _tiny.get_field(config, "text_config") or config
@@ -162,7 +180,29 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
                 raise
             n = options[0]
             tried.add(n)
-    raise RuntimeError(f"{model_type}: no image placeholder count matched the image features (tried {sorted(tried)})")
+    raise RuntimeError(f"{model_type}: no placeholder count matched the features (tried {sorted(tried)})")
+
+
+def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str, Any]:
+    """Inputs of a speech-to-text model: :func:`speech_inputs` (the forward's own names only), and for
+    a decoder-only audio LM (its config has an ``audio_token_id``) a prompt with N audio placeholders
+    (:func:`with_placeholders`). A forward taking ``sample`` (VibeVoice's σ-VAE noise on the acoustic
+    latents) gets ``sample=False``: the device's random stream differs from the CPU's by design.
+
+    Raises:
+        LookupError: no feature extractor; RuntimeError: no placeholder count matched.
+    """
+    config = model.config
+    params = inspect.signature(model.forward).parameters
+    features = speech_inputs(model_type, config, seed)
+    if "sample" in params:
+        features["sample"] = False
+    token = next((v for v in (_tiny.get_field(config, k) for k in ("audio_token_id", "audio_token_index"))
+                  if isinstance(v, int) and not isinstance(v, bool)), None)
+    if token is None or getattr(config, "is_encoder_decoder", False) or "input_ids" not in params:
+        return features
+    features = {k: v for k, v in features.items() if k in params}
+    return with_placeholders(model, model_type, token, features, seed)
 
 
 def speech_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
