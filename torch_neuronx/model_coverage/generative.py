@@ -64,7 +64,8 @@ def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any], fresh: Callable
     from transformers import CompileConfig
 
     config = CompileConfig(fullgraph=False, dynamic=False)  # transformers' neuron settings, Inductor's backend
-    config._compile_all_devices = True  # transformers compiles on the CPU only when asked this way
+    # transformers compiles on the CPU only when asked this way
+    config._compile_all_devices = True  # type: ignore[assignment]
     try:
         ref = generate(fresh("cpu"), inputs, new_tokens, cache_implementation="static", compile_config=config)
     except Exception as err:  # noqa: BLE001 - the original failure stands, with this one noted
