@@ -37,6 +37,7 @@ NESTED_SHRINK: dict[str, int] = {
     "vision_hidden_size": 64, "mm_hidden_size": 64, "qformer_hidden_size": 64,
     # convolutional audio tokenizers whose channels double per stage (VibeVoice: 32 → 2048 over 7 stages)
     "num_filters": 4,
+    "num_global_layers": 1,  # Mllama's vision tower: 8 global layers after the local ones
 }
 
 #: Config keys (suffixes) holding a probability of a random draw: zeroed, floats and lists.
@@ -61,6 +62,9 @@ EXTRA: dict[str, dict[str, Any]] = {
     # released 600×600 input and 64 M parameters (timed out): a 64-pixel input, a quarter of the width and depth
     "efficientnet": {"image_size": 64, "width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
     # latent array and its attention sizes are not named like any other model's
+    # the thinker's modelling code reads vision_start_token_id, which its config class does not define
+    "qwen2_5_omni_thinker": {"vision_start_token_id": 151652},
+    "qwen3_omni_moe_thinker": {"vision_start_token_id": 151652},
     "perceiver": {"d_latents": 64, "num_latents": 16, "num_blocks": 1, "num_self_attends_per_block": 1, "d_model": 64,
                   "qk_channels": 64, "v_channels": 64, "image_size": 32, "num_cross_attention_heads": 1,
                   "num_self_attention_heads": 4},
@@ -217,6 +221,58 @@ def fix_rope_sections(config: Any) -> None:
     walk(config)
 
 
+#: Config keys holding indices into a vision tower's hidden states (one per layer, plus the embeddings).
+LAYER_INDEX_KEYS = ("vision_feature_layer", "vision_feature_layers", "intermediate_layers_indices",
+                    "global_attn_index", "global_attn_indexes")
+
+
+def _depth(cfg: Any) -> int | None:
+    for key in ("num_hidden_layers", "depth", "num_layers"):
+        value = _tiny.get_field(cfg, key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def fix_layer_indices(config: Any) -> None:
+    """Clamps every :data:`LAYER_INDEX_KEYS` index into the tiny tower (``-(depth + 1) … depth − 1``:
+    ``hidden_states`` has depth + 1 entries, layer indices count from 0), keeping the list lengths
+    (projectors are sized by them), in place.
+    A top-level key indexes the ``vision_config`` tower."""
+    def clamp(i: int, depth: int) -> int:
+        return min(i, depth - 1) if i >= 0 else max(i, -(depth + 1))
+
+    def walk(cfg: Any, tower: Any) -> None:
+        for value in list(cfg.__dict__.values()):
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value, value)
+        depth = _depth(tower) if tower is not None else None
+        if depth is None:
+            return
+        for key in LAYER_INDEX_KEYS:
+            value = cfg.__dict__.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(cfg, key, clamp(value, depth))
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+                setattr(cfg, key, type(value)(clamp(v, depth) for v in value))
+        layers, hidden = cfg.__dict__.get("intermediate_layers_indices"), _tiny.get_field(cfg, "hidden_size")
+        if isinstance(layers, list) and isinstance(hidden, int) and "vision_output_dim" in cfg.__dict__:
+            cfg.vision_output_dim = hidden * (len(layers) + 1)  # Mllama: last state + each intermediate one
+    walk(config, _tiny.get_field(config, "vision_config"))
+
+
+def fix_grid_pinpoints(config: Any) -> None:
+    """LLaVA-NeXT style ``image_grid_pinpoints`` (any-resolution tilings, multiples of the released
+    vision tower's input size) rescaled to multiples of the tiny tower's ``image_size``, in place."""
+    pins, vc = _tiny.get_field(config, "image_grid_pinpoints"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    if not (isinstance(pins, list) and pins and isinstance(size, int)
+            and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pins)):
+        return
+    base = min(min(p) for p in pins)
+    config.image_grid_pinpoints = [[a * size // base, b * size // base] for a, b in pins]
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
@@ -252,6 +308,8 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
     remap_special_ids(config)
     fill_placeholder_ids(config)
+    fix_layer_indices(config)
+    fix_grid_pinpoints(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)

@@ -75,6 +75,9 @@ def _image_processor(model_type: str, config: Any) -> tuple[Any, dict[str, Any]]
             kw["size"] = {"shortest_edge": size}
         if getattr(processor, "crop_size", None) is not None:
             kw["crop_size"] = {"height": size, "width": size}
+    pins = _tiny.get_field(config, "image_grid_pinpoints")
+    if isinstance(pins, list) and getattr(processor, "image_grid_pinpoints", None) is not None:
+        kw["image_grid_pinpoints"] = pins  # the tiny model's tilings (composite.fix_grid_pinpoints)
     for attr, keys in (("patch_size", ("patch_size",)), ("temporal_patch_size", ("temporal_patch_size",)),
                        ("merge_size", ("spatial_merge_size", "merge_size"))):
         if hasattr(processor, attr):
