@@ -102,8 +102,13 @@ def _shrink_kwargs(cfg: Any) -> dict[str, Any]:
 
 def _tiny_instance(cfg: Any, extra: dict[str, Any]) -> Any:
     kwargs = _shrink_kwargs(cfg)
-    for name in getattr(cfg, "sub_configs", None) or {}:
+    for name, sub_class in (getattr(cfg, "sub_configs", None) or {}).items():
         sub = getattr(cfg, name, None)
+        if sub is None and name == "vision_config":  # a vision tower left out by default (Gemma 4)
+            try:
+                sub = sub_class()
+            except Exception:  # noqa: BLE001 - an AutoConfig slot: nothing to build from
+                sub = None
         if sub is not None and hasattr(sub, "to_dict"):
             kwargs[name] = _tiny_instance(sub, {})
     kwargs.update(extra)
@@ -273,9 +278,26 @@ def fix_grid_pinpoints(config: Any) -> None:
     config.image_grid_pinpoints = [[a * size // base, b * size // base] for a, b in pins]
 
 
+def fix_pixel_shuffle(config: Any) -> None:
+    """Idefics3-style pixel shuffle folds ``scale_factor`` × ``scale_factor`` patches into one token: the
+    tiny tower's patches per side must be a multiple of it. Rounds ``vision_config.image_size`` up to the
+    next such size, in place."""
+    scale, vc = _tiny.get_field(config, "scale_factor"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (scale, size, patch)):
+        return
+    side = size // patch
+    if side % scale:
+        vc.image_size = -(-side // scale) * scale * patch
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
+    for value in list(config.__dict__.values()):  # nested (T5Gemma 2: inside the encoder config)
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_pooled_image_tokens(value)
     vc, mm = _tiny.get_field(config, "vision_config"), _tiny.get_field(config, "mm_tokens_per_image")
     if vc is None or not isinstance(mm, int):
         return
@@ -310,6 +332,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fill_placeholder_ids(config)
     fix_layer_indices(config)
     fix_grid_pinpoints(config)
+    fix_pixel_shuffle(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)
