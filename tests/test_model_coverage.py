@@ -105,6 +105,7 @@ def test_compat_command_writes_the_table(tmp_path):
         assert float(table[name]["generate_max_diff"]) <= 1e-3
     assert table["xlstm"]["generate"] == "cpu-fail" and table["xlstm"]["generate_reason"]
     summary = proc.stdout.strip().splitlines()[-1]
+    assert proc.stdout.count("compat [causal-lm]: generate") == 1  # one family: its line once
     assert summary.startswith(
         "compat [causal-lm]: generate 4/4 (100.0%) · compiled static-cache generate 4/4 (100.0%) · train")
     assert "1 fail on CPU itself" in summary
@@ -170,3 +171,23 @@ def test_outcome_status_is_checked_and_reports_round_trip_through_json():
     back = Report.from_dict(json.loads(json.dumps(report.to_dict())))
     assert back == report
     assert rpt.summarize([report]).not_run == ("compiled",)
+
+
+def test_compat_list_applies_only(capsys):
+    from torch_neuronx.cli.main import main
+
+    assert main(["compat", "--family", "encoder,seq2seq", "--only", "bert,t5", "--list"]) == 0
+    out = capsys.readouterr().out.split()
+    assert out[0] == "#" and out[1] == "encoder" and "BertForMaskedLM" in out
+    assert out[out.index("seq2seq") - 1:] == ["#", "seq2seq", "t5"]
+    assert not {"RobertaForMaskedLM", "bart"} & set(out)
+
+
+def test_timed_out_row_names_its_class():
+    from torch_neuronx.model_coverage import run_coverage
+
+    for family, entry, cls in (("seq2seq", "t5", "T5ForConditionalGeneration"),
+                               ("diffusers", "AutoencoderKL", "AutoencoderKL")):
+        [report] = run_coverage([entry], family=family, jobs=1, timeout=0.05, progress=False)
+        assert report.model_class == cls
+        assert {o.reason for o in report.outcomes.values()} == {"timed out after 0 s"}

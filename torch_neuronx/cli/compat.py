@@ -54,12 +54,6 @@ def run(args: argparse.Namespace) -> int:
         families = [get_family(f) for f in dict.fromkeys(wanted)]
     except ValueError as err:
         return fail(str(err))
-    if args.list:
-        for fam in families:
-            if len(families) > 1:
-                print(f"# {fam.name}")
-            print("\n".join(fam.entries()))
-        return 0
     plan: list[tuple[Family, list[str]]] = []
     if args.only is not None:
         names = list(dict.fromkeys(n.strip() for n in args.only.split(",") if n.strip()))
@@ -81,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
             return fail(f"not entries of {', '.join(f.name for f in families)}: {unknown} (see --list)")
     else:
         plan = [(fam, fam.entries()) for fam in families]
+    if args.list:  # what would run: --only applies
+        for fam, names in plan:
+            if len(families) > 1:
+                print(f"# {fam.name}")
+            print("\n".join(names))
+        return 0
     checks = None
     if args.checks is not None:
         checks = tuple(dict.fromkeys(c.strip() for c in args.checks.split(",") if c.strip()))
@@ -131,5 +131,6 @@ def run(args: argparse.Namespace) -> int:
         ok = ok and summary.meets_thresholds()
         print(f"\nwrote {out / (stem + '.csv')} and {out / (stem + '.md')}\n{summary.line()}\n")
     (out / "compat.md").write_text("\n".join(f"**{line}**  " for line in lines) + "\n\n" + "\n".join(tables))
-    print("\n".join(lines))
+    if len(lines) > 1:  # one family: its line was printed right after its table
+        print("\n".join(lines))
     return 0 if ok else 1

@@ -35,6 +35,9 @@ NESTED_SHRINK: dict[str, int] = {
     "num_encoder_layers": 2, "decoder_hidden_size": 64, "decoder_num_hidden_layers": 2,
     "decoder_intermediate_size": 128, "decoder_num_attention_heads": 4, "text_hidden_size": 64,
     "vision_hidden_size": 64, "mm_hidden_size": 64, "qformer_hidden_size": 64,
+    # convolutional audio tokenizers whose channels double per stage (VibeVoice: 32 → 2048 over 7 stages)
+    "num_filters": 4,
+    "num_global_layers": 1,  # Mllama's vision tower: 8 global layers after the local ones
 }
 
 #: Config keys (suffixes) holding a probability of a random draw: zeroed, floats and lists.
@@ -59,6 +62,9 @@ EXTRA: dict[str, dict[str, Any]] = {
     # released 600×600 input and 64 M parameters (timed out): a 64-pixel input, a quarter of the width and depth
     "efficientnet": {"image_size": 64, "width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
     # latent array and its attention sizes are not named like any other model's
+    # the thinker's modelling code reads vision_start_token_id, which its config class does not define
+    "qwen2_5_omni_thinker": {"vision_start_token_id": 151652},
+    "qwen3_omni_moe_thinker": {"vision_start_token_id": 151652},
     "perceiver": {"d_latents": 64, "num_latents": 16, "num_blocks": 1, "num_self_attends_per_block": 1, "d_model": 64,
                   "qk_channels": 64, "v_channels": 64, "image_size": 32, "num_cross_attention_heads": 1,
                   "num_self_attention_heads": 4},
@@ -85,13 +91,24 @@ def _shrink_kwargs(cfg: Any) -> dict[str, Any]:
         current = _tiny.get_field(cfg, key)
         if _tiny.has_field(cfg, key) and isinstance(current, int) and not isinstance(current, bool):
             out[key] = min(value, current)
+    # Per-stage block counts of convolutional / hierarchical towers (ResNet-style ``depths``, VibeVoice's
+    # acoustic tokenizer): one block per stage, the stages themselves (and their strides) kept.
+    depths = _tiny.get_field(cfg, "depths")
+    if (_tiny.has_field(cfg, "depths") and isinstance(depths, (list, tuple)) and depths
+            and all(isinstance(d, int) and not isinstance(d, bool) for d in depths)):
+        out["depths"] = [min(1, d) for d in depths]
     return out
 
 
 def _tiny_instance(cfg: Any, extra: dict[str, Any]) -> Any:
     kwargs = _shrink_kwargs(cfg)
-    for name in getattr(cfg, "sub_configs", None) or {}:
+    for name, sub_class in (getattr(cfg, "sub_configs", None) or {}).items():
         sub = getattr(cfg, name, None)
+        if sub is None and name == "vision_config":  # a vision tower left out by default (Gemma 4)
+            try:
+                sub = sub_class()
+            except Exception:  # noqa: BLE001 - an AutoConfig slot: nothing to build from
+                sub = None
         if sub is not None and hasattr(sub, "to_dict"):
             kwargs[name] = _tiny_instance(sub, {})
     kwargs.update(extra)
@@ -147,6 +164,30 @@ def remap_special_ids(config: Any) -> None:
     walk(config)
 
 
+#: Placeholder ids a multimodal config may leave unset (``None``: "the processor's choice"), while its
+#: modelling code compares ``input_ids`` with them.
+PLACEHOLDER_IDS = ("image_token_id", "audio_token_id", "video_token_id")
+
+
+def fill_placeholder_ids(config: Any) -> None:
+    """Gives each :data:`PLACEHOLDER_IDS` field of ``config`` (top level) that is ``None`` a free id
+    among the reserved top ids of the tiny vocabulary, in place."""
+    vocab = vocab_size(config)
+    used: set[int] = set()
+
+    def walk(cfg: Any) -> None:
+        for key, value in cfg.__dict__.items():
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value)
+            elif _SPECIAL_ID.search(key) and isinstance(value, int) and not isinstance(value, bool):
+                used.add(value)
+    walk(config)
+    free = (i for i in range(vocab - 1, vocab - RESERVED, -1) if i not in used)
+    for key in PLACEHOLDER_IDS:
+        if _tiny.has_field(config, key) and getattr(config, key, 0) is None:
+            setattr(config, key, next(free))
+
+
 def _scaled(sections: list[int], total: int) -> list[int]:
     s = sum(sections)
     out = [max(1, round(x * total / s)) for x in sections]
@@ -185,9 +226,78 @@ def fix_rope_sections(config: Any) -> None:
     walk(config)
 
 
+#: Config keys holding indices into a vision tower's hidden states (one per layer, plus the embeddings).
+LAYER_INDEX_KEYS = ("vision_feature_layer", "vision_feature_layers", "intermediate_layers_indices",
+                    "global_attn_index", "global_attn_indexes")
+
+
+def _depth(cfg: Any) -> int | None:
+    for key in ("num_hidden_layers", "depth", "num_layers"):
+        value = _tiny.get_field(cfg, key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def fix_layer_indices(config: Any) -> None:
+    """Clamps every :data:`LAYER_INDEX_KEYS` index into the tiny tower (``-(depth + 1) … depth − 1``:
+    ``hidden_states`` has depth + 1 entries, layer indices count from 0), keeping the list lengths
+    (projectors are sized by them), in place.
+    A top-level key indexes the ``vision_config`` tower."""
+    def clamp(i: int, depth: int) -> int:
+        return min(i, depth - 1) if i >= 0 else max(i, -(depth + 1))
+
+    def walk(cfg: Any, tower: Any) -> None:
+        for value in list(cfg.__dict__.values()):
+            if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+                walk(value, value)
+        depth = _depth(tower) if tower is not None else None
+        if depth is None:
+            return
+        for key in LAYER_INDEX_KEYS:
+            value = cfg.__dict__.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(cfg, key, clamp(value, depth))
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+                setattr(cfg, key, type(value)(clamp(v, depth) for v in value))
+        layers, hidden = cfg.__dict__.get("intermediate_layers_indices"), _tiny.get_field(cfg, "hidden_size")
+        if isinstance(layers, list) and isinstance(hidden, int) and "vision_output_dim" in cfg.__dict__:
+            cfg.vision_output_dim = hidden * (len(layers) + 1)  # Mllama: last state + each intermediate one
+    walk(config, _tiny.get_field(config, "vision_config"))
+
+
+def fix_grid_pinpoints(config: Any) -> None:
+    """LLaVA-NeXT style ``image_grid_pinpoints`` (any-resolution tilings, multiples of the released
+    vision tower's input size) rescaled to multiples of the tiny tower's ``image_size``, in place."""
+    pins, vc = _tiny.get_field(config, "image_grid_pinpoints"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    if not (isinstance(pins, list) and pins and isinstance(size, int)
+            and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pins)):
+        return
+    base = min(min(p) for p in pins)
+    config.image_grid_pinpoints = [[a * size // base, b * size // base] for a, b in pins]
+
+
+def fix_pixel_shuffle(config: Any) -> None:
+    """Idefics3-style pixel shuffle folds ``scale_factor`` × ``scale_factor`` patches into one token: the
+    tiny tower's patches per side must be a multiple of it. Rounds ``vision_config.image_size`` up to the
+    next such size, in place."""
+    scale, vc = _tiny.get_field(config, "scale_factor"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (scale, size, patch)):
+        return
+    side = size // patch
+    if side % scale:
+        vc.image_size = -(-side // scale) * scale * patch
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
+    for value in list(config.__dict__.values()):  # nested (T5Gemma 2: inside the encoder config)
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_pooled_image_tokens(value)
     vc, mm = _tiny.get_field(config, "vision_config"), _tiny.get_field(config, "mm_tokens_per_image")
     if vc is None or not isinstance(mm, int):
         return
@@ -219,6 +329,10 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     config_class = getattr(model_class, "config_class", None) or CONFIG_MAPPING[model_type]
     config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
     remap_special_ids(config)
+    fill_placeholder_ids(config)
+    fix_layer_indices(config)
+    fix_grid_pinpoints(config)
+    fix_pixel_shuffle(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)

@@ -3,8 +3,9 @@
 
 Diffusers model classes have no config class to shrink generically (their ``__init__`` defaults are
 the released sizes, up to billions of parameters), so each class needs a tiny spec: ``__init__``
-keyword arguments and forward inputs (:data:`SPECS`, written for this table). A class without a spec
-is reported "skip" with that reason, outside the rates.
+keyword arguments and forward inputs (:data:`SPECS`, written for this table). A class without one
+gets a generic spec derived from the class itself (:mod:`.diffusers_generic`); a class whose generic
+spec does not run on the CPU is listed apart as failing on the CPU, with the CPU's error.
 
 ``forward``
     Eager forward on the CPU and on the device, same seeded inputs; the first output tensor
@@ -182,17 +183,25 @@ def _first_tensor(out: Any) -> Any:
 
 
 def tiny_diffusers_model(class_name: str, seed: int = 0) -> Any:
-    """The tiny ``class_name`` of :data:`SPECS`, float32 on the CPU, eval mode, randomness removed.
+    """The tiny ``class_name``: from :data:`SPECS`, else from
+    :func:`~.diffusers_generic.generic_init`; float32 on the CPU, eval mode, randomness removed.
 
     Raises:
-        KeyError: no tiny spec for ``class_name``.
+        AttributeError: Diffusers exports no ``class_name``; anything its constructor raises.
     """
     import diffusers
     import torch
 
-    init, _ = SPECS[class_name]
+    from .diffusers_generic import check_size, generic_init
+
+    cls = getattr(diffusers, class_name)
+    if class_name in SPECS:
+        init = SPECS[class_name][0]
+    else:
+        init = generic_init(cls)
+        check_size(cls, init)
     torch.manual_seed(seed)
-    model = getattr(diffusers, class_name)(**init).eval()
+    model = cls(**init).eval()
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
@@ -228,15 +237,22 @@ def check_entry(class_name: str, *, device: str = "neuron", atol: float = 1e-3,
 
     start = time.perf_counter()
     report = Report(class_name, class_name)
-    if class_name not in SPECS:
-        report.outcomes = {c: Outcome("skip", "no tiny spec for this class yet") for c in CHECKS}
-        return report
+    what = "building the tiny model"
     try:
         cpu_model = tiny_diffusers_model(class_name, seed)
         report.params = sum(p.numel() for p in cpu_model.parameters())
-        inputs = make_inputs(SPECS[class_name][1], seed)
+        what = "building the inputs"
+        if class_name in SPECS:
+            inputs = make_inputs(SPECS[class_name][1], seed)
+        else:
+            import diffusers
+
+            from .diffusers_generic import generic_init, generic_inputs
+
+            inputs = generic_inputs(cpu_model, generic_init(getattr(diffusers, class_name)), seed)
     except Exception as err:  # noqa: BLE001 - reported, not raised
-        report.outcomes = {c: Outcome("cpu-fail", f"building the tiny model: {error_reason(err)}") for c in CHECKS}
+        spec = "" if class_name in SPECS else " (generic tiny spec)"
+        report.outcomes = {c: Outcome("cpu-fail", f"{what}{spec}: {error_reason(err)}") for c in CHECKS}
         report.seconds = time.perf_counter() - start
         return report
     fresh = replicas(cpu_model)

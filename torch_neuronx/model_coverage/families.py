@@ -59,10 +59,28 @@ class Family:
             return [e for e in self.entries() if e in wanted or table[e][0] in wanted]
         return [e for e in self.entries() if e in wanted]
 
+    def class_name(self, entry: str) -> str:
+        """The model class ``entry`` stands for: the mapping's class for the model-type families, the
+        entry itself for ``encoder`` and ``diffusers`` (whose entries are classes); "" when unknown."""
+        if self.name in ("encoder", "diffusers"):
+            return entry
+        from transformers.models.auto import modeling_auto
+
+        value = getattr(modeling_auto, MAPPINGS[self.name], {}).get(entry, "")
+        return value if isinstance(value, str) else ", ".join(value)
+
     def check(self, name: str, **options: Any) -> Report:
         """``check_entry(name, **options)`` of the family's module."""
         return self.implementation().check_entry(name, **options)
 
+
+#: The transformers mapping (in ``transformers.models.auto.modeling_auto``) of each model-type family.
+MAPPINGS: dict[str, str] = {
+    "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "image-text-to-text": "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+    "seq2seq": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    "speech-seq2seq": "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
+}
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("causal-lm", "causal_lm", "compiled static-cache generate"),

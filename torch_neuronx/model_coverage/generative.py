@@ -9,7 +9,10 @@ speech-seq2seq): the same two checks as the causal-LM table, from the family's o
     ``generate(cache_implementation="static")``: on the CPU with ``disable_compile=True``; on the
     device transformers compiles the decode step itself (``CompileConfig(backend="neuron")``). Passes
     when at least one graph was compiled and the tokens equal the CPU's (logits within ``atol``);
-    "skip" when transformers declines to compile the model.
+    "skip" when transformers declines to compile the model. A failure is judged again against the
+    same generate compiled by Inductor on the CPU (:func:`against_cpu_inductor`): when the device
+    equals CPU Inductor, the difference is PyTorch's compiler's, and the entry is listed apart as
+    failing the check on the CPU ("cpu-fail"), with both differences in the reason.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .checks import SKIP, Check, Outcome, Report, compare_generation, error_reason, replicas, run_check
+from .checks import (CPU_FAIL, FAIL, PASS, SKIP, Check, Outcome, Report, compare_generation, error_reason,
+                     replicas, run_check)
 
 #: The checks of a generative family, in order.
 GENERATIVE_CHECKS: tuple[Check, ...] = ("generate", "compiled")
@@ -46,6 +50,35 @@ def generate(model: Any, inputs: dict[str, Any], new_tokens: int, **kwargs: Any)
         config.decoder_start_token_id = start if isinstance(start, int) else config.pad_token_id
     out = model.generate(**_to(inputs, device), generation_config=config, **kwargs)
     return out.sequences.cpu(), torch.stack([step[0].float().cpu() for step in out.logits])
+
+
+def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any], fresh: Callable[[str], Any],
+                         inputs: dict[str, Any], new_tokens: int, atol: float) -> Outcome:
+    """A compiled check that failed against the CPU's eager static-cache run, judged again against
+    PyTorch's own compiler on the CPU: the same static-cache generate compiled by
+    ``torch.compile``'s default backend (Inductor) on the CPU. When the device's tokens and logits
+    equal CPU Inductor's (within ``atol``), the difference is Inductor's on every device, not the
+    device's: the outcome becomes "cpu-fail" with both differences as evidence (listed apart, like
+    any CPU failure). Otherwise ``outcome`` stands."""
+    import torch
+    from transformers import CompileConfig
+
+    config = CompileConfig(fullgraph=False, dynamic=False)  # transformers' neuron settings, Inductor's backend
+    # transformers compiles on the CPU only when asked this way
+    config._compile_all_devices = True  # type: ignore[assignment]
+    try:
+        ref = generate(fresh("cpu"), inputs, new_tokens, cache_implementation="static", compile_config=config)
+    except Exception as err:  # noqa: BLE001 - the original failure stands, with this one noted
+        return Outcome(FAIL, f"{outcome.reason}; CPU Inductor could not run it either ({error_reason(err)})",
+                       outcome.max_diff)
+    finally:
+        torch._dynamo.reset()
+    same = compare_generation(ref, got, atol)
+    if same.status != PASS:
+        return outcome
+    return Outcome(CPU_FAIL, f"CPU Inductor (torch.compile on the CPU) gives the same result: {outcome.reason} "
+                             f"against CPU eager, and the device equals CPU Inductor within {same.max_diff:.1e}",
+                   outcome.max_diff)
 
 
 def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Callable[[Any], dict[str, Any]], *,
@@ -79,6 +112,8 @@ def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Cal
     run_check(report, "generate", checks, lambda: generate(fresh("cpu"), inputs, new_tokens),
               lambda: generate(fresh(device), inputs, new_tokens), compare_generation, atol)
 
+    compiled_out: list[Any] = []
+
     def compiled_candidate() -> Any:
         from ..compile import get_dynamo_metrics
 
@@ -90,12 +125,16 @@ def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Cal
             torch._dynamo.reset()
         if graphs == 0:
             return Outcome(SKIP, "transformers ran the static cache eagerly (it does not compile this model)")
+        compiled_out.append(got)
         return got
 
     run_check(report, "compiled", checks,
               lambda: generate(fresh("cpu"), inputs, new_tokens, cache_implementation="static",
                                disable_compile=True),
               compiled_candidate, compare_generation, atol)
+    outcome = report.outcomes.get("compiled")
+    if outcome is not None and outcome.status == FAIL and compiled_out:
+        report.outcomes["compiled"] = against_cpu_inductor(outcome, compiled_out[0], fresh, inputs, new_tokens, atol)
     report.seconds = time.perf_counter() - start
     return report
 

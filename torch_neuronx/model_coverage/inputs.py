@@ -73,14 +73,29 @@ def _image_processor(model_type: str, config: Any) -> tuple[Any, dict[str, Any]]
             kw["size"] = {"height": size, "width": size}
         elif getattr(current, "shortest_edge", None) is not None and getattr(processor, "crop_size", None) is not None:
             kw["size"] = {"shortest_edge": size}
+        elif getattr(current, "longest_edge", None) is not None and isinstance(getattr(processor, "max_image_size",
+                                                                                        None), dict):
+            # Idefics3 / SmolVLM: one image at the tower's size, not split into tiles
+            kw.update(size={"longest_edge": size}, max_image_size={"longest_edge": size}, do_image_splitting=False)
         if getattr(processor, "crop_size", None) is not None:
             kw["crop_size"] = {"height": size, "width": size}
+    pins = _tiny.get_field(config, "image_grid_pinpoints")
+    if isinstance(pins, list) and getattr(processor, "image_grid_pinpoints", None) is not None:
+        kw["image_grid_pinpoints"] = pins  # the tiny model's tilings (composite.fix_grid_pinpoints)
     for attr, keys in (("patch_size", ("patch_size",)), ("temporal_patch_size", ("temporal_patch_size",)),
                        ("merge_size", ("spatial_merge_size", "merge_size"))):
         if hasattr(processor, attr):
             value = next((v for v in (_tiny.get_field(vc, k) for k in keys) if isinstance(v, int)), None)
             if value is not None:
-                kw[attr] = value
+                current_value = getattr(processor, attr)
+                # Fuyu's processor takes the patch as a size ({"height", "width"}), others an int
+                sized = current_value is not None and hasattr(current_value, "height")
+                if sized:
+                    from transformers.image_utils import SizeDict
+
+                    kw[attr] = SizeDict(height=value, width=value)
+                else:
+                    kw[attr] = value
     return processor, kw
 
 
@@ -127,30 +142,85 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
     config = model.config
     params = inspect.signature(model.forward).parameters
     pixels = {k: v for k, v in image_inputs(model_type, config, seed).items() if k in params}
-    vocab = vocab_size(config)
     token = _image_token(config)
-    if token is None:
-        ids = token_ids(prompt_len, vocab, seed)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
-    head, tail = token_ids(3, vocab, seed), token_ids(prompt_len - 3, vocab, seed + 1)
+    pixels = _video_frames(model_type, pixels)
+    if "image_embeds_position_mask" in params:  # Kosmos-2: the image fills latent_query_num marked positions
+        return _marked_positions(config, pixels, seed, prompt_len)
+    qformer = _tiny.get_field(config, "qformer_config")
 
-    def make(n: int) -> dict[str, Any]:
-        ids = torch.cat([head, torch.full((1, n), token), tail], 1)
-        d = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **pixels}
+    def types(ids: Any) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if "qformer_input_ids" in params:  # InstructBLIP: the prompt, tokenized for the Q-Former too
+            q = token_ids(ids.shape[1], _tiny.get_field(qformer, "vocab_size") or 256, seed + 2)
+            d.update(qformer_input_ids=q, qformer_attention_mask=torch.ones_like(q))
+        if token is None:
+            return d
         if "mm_token_type_ids" in params:
             d["mm_token_type_ids"] = (ids == token).long()  # what transformers' processors return
         if "token_type_ids" in params and model_type in TOKEN_TYPE_IMAGE:
             d["token_type_ids"] = (ids == token).long()
         return d
 
+    return with_placeholders(model, model_type, token, pixels, seed, prompt_len, types)
+
+
+#: Model types whose pixel input is a clip, ``[batch, frames, channels, height, width]``, frames fixed.
+VIDEO_FRAMES: dict[str, int] = {"instructblipvideo": 4}
+
+
+def _video_frames(model_type: str, pixels: dict[str, Any]) -> dict[str, Any]:
+    frames = VIDEO_FRAMES.get(model_type)
+    pv = pixels.get("pixel_values")
+    if frames is None or pv is None or pv.dim() != 4:
+        return pixels
+    return {**pixels, "pixel_values": pv.unsqueeze(1).repeat(1, frames, 1, 1, 1)}
+
+
+def _marked_positions(config: Any, pixels: dict[str, Any], seed: int, prompt_len: int) -> dict[str, Any]:
+    import torch
+
+    n = _tiny.get_field(config, "latent_query_num") or 64
+    vocab = vocab_size(config)
+    ids = torch.cat([token_ids(3, vocab, seed), torch.full((1, n), 3), token_ids(prompt_len - 3, vocab, seed + 1)], 1)
+    mask = torch.zeros_like(ids)
+    mask[:, 3:3 + n] = 1
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "image_embeds_position_mask": mask, **pixels}
+
+
+def with_placeholders(model: Any, model_type: str, token: int | None, features: dict[str, Any], seed: int,
+                      prompt_len: int = 6, extra: Any = None) -> dict[str, Any]:
+    """``features`` plus ``input_ids`` = ``[3 text ids, N × token, prompt_len − 3 text ids]`` and its
+    attention mask (``extra(ids)`` adds more id-derived tensors). N is found by running ``model`` once
+    with one placeholder and reading transformers' "... tokens: X, features: N" mismatch error (N may
+    count features × hidden size: both are tried). ``token`` None: no placeholders, plain text ids.
+
+    Raises:
+        RuntimeError: no placeholder count matched; anything the model raises for other reasons.
+    """
+    import torch
+
+    config = model.config
+    vocab = vocab_size(config)
+    if token is None:
+        ids = token_ids(prompt_len, vocab, seed)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **features, **(extra(ids) if extra else {})}
+    head, tail = token_ids(3, vocab, seed), token_ids(prompt_len - 3, vocab, seed + 1)
+
+    def make(n: int) -> dict[str, Any]:
+        ids = torch.cat([head, torch.full((1, n), token), tail], 1)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **features, **(extra(ids) if extra else {})}
+
     n, tried = 1, {1}
     text = _tiny.get_field(config, "text_config") or config
     hidden = _tiny.get_field(text, "hidden_size") or 64
     for _ in range(4):
         inputs = make(n)
+        probe = dict(inputs)
+        if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" not in probe:
+            probe["decoder_input_ids"] = torch.zeros(1, 1, dtype=torch.long)  # the probe needs one decoder step
         try:
             with torch.no_grad():
-                model(**inputs)
+                model(**probe)
             return inputs
         except Exception as err:
             m = _MISMATCH.search(str(err))
@@ -162,7 +232,29 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
                 raise
             n = options[0]
             tried.add(n)
-    raise RuntimeError(f"{model_type}: no image placeholder count matched the image features (tried {sorted(tried)})")
+    raise RuntimeError(f"{model_type}: no placeholder count matched the features (tried {sorted(tried)})")
+
+
+def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str, Any]:
+    """Inputs of a speech-to-text model: :func:`speech_inputs` (the forward's own names only), and for
+    a decoder-only audio LM (its config has an ``audio_token_id``) a prompt with N audio placeholders
+    (:func:`with_placeholders`). A forward taking ``sample`` (VibeVoice's σ-VAE noise on the acoustic
+    latents) gets ``sample=False``: the device's random stream differs from the CPU's by design.
+
+    Raises:
+        LookupError: no feature extractor; RuntimeError: no placeholder count matched.
+    """
+    config = model.config
+    params = inspect.signature(model.forward).parameters
+    features = speech_inputs(model_type, config, seed)
+    if "sample" in params:
+        features["sample"] = False
+    token = next((v for v in (_tiny.get_field(config, k) for k in ("audio_token_id", "audio_token_index"))
+                  if isinstance(v, int) and not isinstance(v, bool)), None)
+    if token is None or getattr(config, "is_encoder_decoder", False) or "input_ids" not in params:
+        return features
+    features = {k: v for k, v in features.items() if k in params}
+    return with_placeholders(model, model_type, token, features, seed)
 
 
 def speech_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:

@@ -50,7 +50,7 @@ class _Worker:
             self.proc.wait()
         self.proc = None
 
-    def run(self, model_type: str, timeout: float, checks: tuple[Check, ...]) -> Report:
+    def run(self, model_type: str, timeout: float, checks: tuple[Check, ...], class_name: str = "") -> Report:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             proc = self.start()
@@ -61,7 +61,7 @@ class _Worker:
             proc.stdin.flush()
         except BrokenPipeError:
             self.stop()
-            return _failed(model_type, "the worker process exited before starting", 0.0, checks)
+            return _failed(model_type, "the worker process exited before starting", 0.0, checks, class_name)
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         try:
@@ -70,21 +70,21 @@ class _Worker:
                 if left <= 0 or not sel.select(left):
                     self.stop()
                     return _failed(model_type, f"timed out after {timeout:.0f} s", time.perf_counter() - start,
-                                   checks)
+                                   checks, class_name)
                 line = proc.stdout.readline()
                 if not line:  # EOF: the worker died
                     code = proc.wait()
                     self.proc = None
                     return _failed(model_type, f"the worker process died (exit status {code})",
-                                   time.perf_counter() - start, checks)
+                                   time.perf_counter() - start, checks, class_name)
                 if line.startswith(MARK):
                     return Report.from_dict(json.loads(line[len(MARK):]))
         finally:
             sel.close()
 
 
-def _failed(model_type: str, reason: str, seconds: float, checks: tuple[Check, ...]) -> Report:
-    return Report(model_type, outcomes={c: Outcome(FAIL, reason) for c in checks}, seconds=seconds)
+def _failed(model_type: str, reason: str, seconds: float, checks: tuple[Check, ...], class_name: str) -> Report:
+    return Report(model_type, class_name, outcomes={c: Outcome(FAIL, reason) for c in checks}, seconds=seconds)
 
 
 def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float = 240.0,
@@ -148,7 +148,7 @@ def run_coverage(architectures: Iterable[str], *, jobs: int = 2, timeout: float 
                     index, name = todo.get_nowait()
                 except queue.Empty:
                     return
-                report = worker.run(name, timeout, checks)
+                report = worker.run(name, timeout, checks, fam.class_name(name))
                 results[index] = report
                 with lock:
                     bar.set_postfix_str(name)

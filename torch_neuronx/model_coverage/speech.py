@@ -27,9 +27,9 @@ def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4,
     from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
 
     from .composite import tiny_composite_model
-    from .inputs import speech_inputs
+    from .inputs import speech_model_inputs
 
     class_name = MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type]
     return check_generative(model_type, lambda: tiny_composite_model(model_type, class_name, seed),
-                            lambda model: speech_inputs(model_type, model.config, seed),
+                            lambda model: speech_model_inputs(model, model_type, seed),
                             device=device, new_tokens=new_tokens, atol=atol, checks=checks)

@@ -1,0 +1,229 @@
+"""Tiny specs for Diffusers model classes without a hand-written one, derived from the class itself.
+
+:func:`generic_init` reads the class's ``__init__`` defaults (the released sizes) and scales them down
+by the parameter's name: depths and block counts to 1, heads to 2, head sizes to ≤ 32 (rotary axis
+lists rescaled to the new head size, each axis even), model widths to 64, feed-forward widths to 128,
+text/conditioning widths to 32, per-stage channel lists to start at 32 (a multiple of the 32
+groups some blocks hard-code), group-norm groups to ≤ 8. :data:`MAX_PARAMS` bounds the result
+(counted on the meta device first).
+Everything else (input channels, patch sizes, flags, vocabularies) keeps the class's default.
+
+:func:`generic_inputs` builds the forward's required inputs from their names (``sample``,
+``hidden_states``, ``timestep``, ``encoder_hidden_states``, position ids, masks...). The layout of the
+main input (an image ``[1, C, H, W]``, a packed token sequence ``[1, S, C]``, a video
+``[1, C, F, H, W]``, audio ``[1, C, T]``) is not written anywhere a program can read, so the
+candidates of :data:`MAIN_SHAPES` are tried in order on the CPU model and the first that runs is
+kept; a class none of them fits fails on the CPU with the first candidate's error (listed apart).
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+#: Parameter-name patterns and what they scale to (first match wins).
+_LAYERS = re.compile(r"(^|_)(layers|depth|depths|blocks|nlayers|n_layers|num_res_blocks|layers_per_block"
+                     r"|layers_per_down_block|layers_per_up_block)$|^num_.*(layers|blocks)$|_depth$")
+_KV_HEADS = re.compile(r"(kv_heads|key_value_heads|key_value_attention_heads)$")
+_HEADS = re.compile(r"(^|_)(heads|nheads|n_heads)$|^num_.*heads$")
+_HEAD_DIM = re.compile(r"(^|_)(head_dim|attention_head_dim|dim_head|dim_heads|head_dims)$")
+_WIDTH = re.compile(r"^(hidden_size|dim|model_dim|d_model|embed_dim|inner_dim|dit_dim|token_dim|transformer_dim"
+                    r"|decoder_hidden_size|encoder_hidden_size|attention_dim)$")
+_FFN = re.compile(r"(intermediate_size|ffn_dim|ff_dim|ffn_hidden_size|ff_inner_dim|mlp_dim|ff_hidden_dim)$")
+_TEXT = re.compile(r"^(joint_attention_dim|text_dim|text_embed_dim|cross_attention_dim|caption_channels"
+                   r"|pooled_projection_dim|caption_projection_dim|context_in_dim|cap_feat_dim|text_in_dim"
+                   r"|cond_token_dim|encoder_hid_dim|text_hidden_dim|in_text_dim|in_text_dim2|dit_text_dim"
+                   r"|context_dim|text_emb_dim|condition_dim|global_cond_dim|conditioning_dim)$")
+_CHANNEL_LIST = re.compile(r"(block_out_channels|_channels_list|hidden_channels_list)$")
+_BASE_CHANNELS = re.compile(r"^(base_dim|decoder_base_dim|ch|channels|base_channels|hidden_channels|encoder_dim"
+                            r"|decoder_dim|encoder_channels|num_filters|decoder_channels|encoder_hidden_size)$")
+_GROUPS = re.compile(r"(norm_num_groups|groups|num_groups)$")
+_ROPE_AXES = re.compile(r"(axes_dims_rope|axes_dim|axes_dims|rope_axes_dim|rope_dim_list)$")
+
+HEAD_DIM, WIDTH, FFN, TEXT, HEADS = 32, 64, 128, 32, 2
+#: Largest generic tiny model (parameters): a class whose sizes are not all reachable by name stays big.
+MAX_PARAMS = 4_000_000
+
+#: Main-input layouts tried in order (C: the class's input channels): image, packed tokens, video
+#: (1 and 5 frames: causal video VAEs take 1 + 4k), audio, larger images for deep down-sampling.
+MAIN_SHAPES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("image", (16, 16)), ("tokens", (16,)), ("video", (1, 16, 16)), ("video", (5, 16, 16)),
+    ("video", (2, 16, 16)), ("image", (64, 64)), ("audio", (4096,)), ("video", (5, 64, 64)),
+)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_list(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and bool(v) and all(_int(x) for x in v)
+
+
+def _scaled_axes(axes: list[int], head_dim: int) -> list[int]:
+    out = [max(2, 2 * round(a * head_dim / sum(axes) / 2)) for a in axes]
+    out[-1] += head_dim - sum(out)
+    return out
+
+
+def generic_init(cls: type) -> dict[str, Any]:
+    """Scaled-down ``__init__`` keyword arguments for a Diffusers model class (module docstring).
+
+    Raises:
+        TypeError: a required ``__init__`` parameter has no default (nothing to scale from).
+    """
+    init_fn: Any = cls.__init__  # type: ignore[misc]  # the class's own signature is what is read
+    params = {k: p for k, p in inspect.signature(init_fn).parameters.items()
+              if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty]
+    if missing:
+        raise TypeError(f"{cls.__name__}.__init__ has required parameters without defaults: {missing}")
+    defaults = {k: p.default for k, p in params.items()}
+    out: dict[str, Any] = {}
+    old_hd = next((v for k, v in defaults.items() if _HEAD_DIM.search(k) and _int(v)), None)
+    new_hd = min(old_hd, HEAD_DIM) if old_hd else HEAD_DIM
+    old_heads = next((v for k, v in defaults.items() if _HEADS.search(k) and not _KV_HEADS.search(k) and _int(v)),
+                     None)
+    for key, v in defaults.items():
+        if _ROPE_AXES.search(key) and _int_list(v):
+            out[key] = type(v)(_scaled_axes(list(v), new_hd) if old_hd and sum(v) == old_hd else v)
+        elif _HEAD_DIM.search(key) and _int(v):
+            out[key] = min(v, HEAD_DIM)
+        elif _KV_HEADS.search(key) and _int(v):
+            out[key] = min(v, HEADS)
+        elif _HEADS.search(key) and _int(v):
+            out[key] = min(v, HEADS)
+        elif _HEADS.search(key) and _int_list(v):
+            out[key] = type(v)(min(x, HEADS) for x in v)
+        elif _LAYERS.search(key) and _int(v):
+            out[key] = min(v, 1)
+        elif _LAYERS.search(key) and _int_list(v):
+            out[key] = type(v)(min(x, 1) for x in v)
+        elif _WIDTH.search(key) and _int(v):
+            same = old_hd and old_heads and v == old_hd * old_heads
+            out[key] = min(v, new_hd * HEADS if same else WIDTH)
+        elif _FFN.search(key) and _int(v):
+            out[key] = min(v, FFN)
+        elif _TEXT.search(key) and _int(v):
+            out[key] = min(v, TEXT)
+        elif _CHANNEL_LIST.search(key) and _int_list(v):
+            factor = max(1, v[0] // 32)
+            out[key] = type(v)(max(32, x // factor) for x in v)
+        elif _BASE_CHANNELS.search(key) and _int(v):
+            out[key] = min(v, 32)
+        elif _GROUPS.search(key) and _int(v) and v > 8:
+            out[key] = 8
+        elif key.endswith("dropout") or key.endswith("dropout_prob"):
+            if isinstance(v, float):
+                out[key] = 0.0
+    return out
+
+
+def _text_dim(init: dict[str, Any], model: Any) -> int:
+    config = getattr(model, "config", {})
+    for key, value in init.items():
+        if _TEXT.search(key) and key not in ("pooled_projection_dim", "global_cond_dim") and _int(value):
+            return int(config.get(key, value)) if hasattr(config, "get") else value
+    return TEXT
+
+
+def _in_channels(model: Any) -> int:
+    config = getattr(model, "config", {})
+    for key in ("in_channels", "in_dim", "in_visual_dim", "io_channels", "input_channels", "audio_channels",
+                "num_channels", "channels", "latent_channels", "num_mels", "mel_bins"):
+        value = config.get(key) if hasattr(config, "get") else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 3
+
+
+def _main(kind: str, dims: tuple[int, ...], channels: int, g: Any) -> Any:
+    import torch
+
+    if kind == "tokens":
+        return torch.randn(1, dims[0], channels, generator=g)
+    return torch.randn(1, channels, *dims, generator=g)
+
+
+#: The first positional input names of the main tensor.
+MAIN_NAMES = ("sample", "hidden_states", "x", "z", "latents", "mel", "noisy_images")
+
+
+def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[dict[str, Any]]:
+    """Forward inputs of ``model`` to try in order, one per :data:`MAIN_SHAPES` layout (module docstring).
+
+    Raises:
+        TypeError: a required forward parameter whose name has no generic input.
+    """
+    import torch
+
+    params = {k: p for k, p in inspect.signature(model.forward).parameters.items()
+              if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    required = [k for k, p in params.items() if p.default is inspect.Parameter.empty]
+    channels = _in_channels(model)
+    text = _text_dim(init, model)
+    pooled = next((v for k, v in init.items() if k in ("pooled_projection_dim",) and _int(v)), None)
+    rope = next((v for k, v in init.items() if _ROPE_AXES.search(k) and _int_list(v)), None)
+    out = []
+    for kind, dims in MAIN_SHAPES:
+        g = torch.Generator().manual_seed(seed)
+        seq = dims[0] if kind == "tokens" else 16
+        d: dict[str, Any] = {}
+        for name in params:
+            if name in MAIN_NAMES and (name in required or not d):
+                if not any(m in d for m in MAIN_NAMES):
+                    d[name] = _main(kind, dims, channels, g)
+            elif name in ("timestep", "timesteps", "t", "timestep_ratio", "decoder_noise_time"):
+                d[name] = torch.full((1,), 0.5 if name in ("timestep_ratio", "decoder_noise_time") else 500.0)
+            elif name == "guidance" and "guidance_embeds" in init or name == "guidance" and name in required:
+                d[name] = torch.full((1,), 3.5)
+            elif name in ("encoder_hidden_states", "context", "cap_feats", "encoder_hidden_states_t5"):
+                if name in required or name == "encoder_hidden_states":
+                    d[name] = torch.randn(1, 8, text, generator=g)
+            elif name in ("pooled_projections",) and pooled:
+                d[name] = torch.randn(1, pooled, generator=g)
+            elif name in ("encoder_attention_mask", "encoder_hidden_states_mask") and name in required:
+                d[name] = torch.ones(1, 8, dtype=torch.long)
+            elif name == "img_ids" and rope:
+                d[name] = torch.arange(seq * len(rope)).reshape(seq, len(rope)) % 7
+            elif name == "txt_ids" and rope:
+                d[name] = torch.arange(8 * len(rope)).reshape(8, len(rope)) % 7
+            elif name == "return_dict":
+                continue
+            elif name in required:
+                raise TypeError(f"no generic input for the required forward parameter {name!r} of "
+                                f"{type(model).__name__}")
+        out.append(d)
+    return out
+
+
+def generic_inputs(model: Any, init: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+    """The first of :func:`input_candidates` the CPU ``model`` runs (no grad).
+
+    Raises:
+        TypeError: see :func:`input_candidates`; the first candidate's error when none runs.
+    """
+    import torch
+
+    first: Exception | None = None
+    for inputs in input_candidates(model, init, seed):
+        try:
+            with torch.no_grad():
+                model(**inputs)
+            return inputs
+        except Exception as err:  # noqa: BLE001 - the next layout
+            first = first or err
+    assert first is not None  # MAIN_SHAPES is not empty
+    raise first
+
+
+def check_size(cls: type, init: dict[str, Any]) -> None:
+    """Raises ValueError when ``cls(**init)`` would have more than :data:`MAX_PARAMS` parameters
+    (built on the meta device: no memory)."""
+    import torch
+
+    with torch.device("meta"):
+        n = sum(p.numel() for p in cls(**init).parameters())
+    if n > MAX_PARAMS:
+        raise ValueError(f"the generic tiny spec still has {n:,} parameters (> {MAX_PARAMS:,}): some size of "
+                         f"{cls.__name__} has a name the scaling does not know")
