@@ -12,8 +12,9 @@ intermediate 2.6875 × hidden, heads of 64, ``--vocab`` tokens) directly on its 
 (``with torch.device(...)``), and runs ``--steps`` fp32 training steps (forward with labels,
 backward, ``torch.optim.AdamW``, ``zero_grad``) on one batch of ``--batch`` × ``--seq`` token ids
 (drawn on the CPU from seed 0 and moved, so both sides see the same inputs). Reported: peak RSS
-growth over the baseline (``VmHWM − baseline``, MiB, shared memory included) and the ratio
-neuron ÷ CPU.
+growth over the baseline (``VmHWM − baseline``, MiB, shared memory included) after each step,
+and the ratio neuron ÷ CPU over all steps and in the first step alone (the first optimizer step
+allocates AdamW's states while the backward's freed activations are still held for reuse).
 
 AdamW picks its implementation from the parameters' device: the for-loop on CPU, ``foreach`` on
 any other device that has foreach kernels (CUDA, ``neuron``...). ``foreach`` keeps a few
@@ -154,10 +155,11 @@ def main() -> int:
         if dev_i not in results or cpu_i not in results:
             continue
         ratio = max(results[dev_i]["peak_growth_kib"]) / max(results[cpu_i]["peak_growth_kib"])
+        first = results[dev_i]["peak_growth_kib"][0] / results[cpu_i]["peak_growth_kib"][0]
         flag = ""
-        if ratio > GOAL_RATIO:
+        if max(ratio, first) > GOAL_RATIO:
             flag, missed = "  > goal", True
-        print(f"neuron ÷ CPU, {what}: {ratio:.3f}{flag}")
+        print(f"neuron ÷ CPU, {what}: {ratio:.3f} over {args.steps} steps, {first:.3f} in the first{flag}")
     print("load average at end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     return 1 if (args.check and missed) else 0
 
