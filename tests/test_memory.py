@@ -113,3 +113,30 @@ def test_per_process_memory_fraction(py):
     """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(32 << 20), "OOM", "ok"]
+
+
+def test_freed_memory_goes_back_to_the_host_before_the_process_grows(py):
+    # Freed device memory stays resident for reuse, but when an allocation would raise the
+    # process's host footprint past its peak, the free pages are given back first: peak RSS
+    # follows the peak of live device memory (as glibc returns large CPU blocks).
+    r = py("""
+        import torch
+        def shmem_mib():  # shared memory resident in this process (device memory is shared memory)
+            for line in open('/proc/self/status'):
+                if line.startswith('RssShmem:'):
+                    return int(line.split()[1]) / 1024
+        a = torch.full((6 << 20,), 1.0, device='neuron')   # 24 MiB in a segment
+        b = torch.full((2 << 20,), 2.0, device='neuron')   # 8 MiB after it
+        del a                                               # 24 MiB free, still resident
+        before = shmem_mib()
+        c = torch.full((10 << 20,), 3.0, device='neuron')  # 40 MiB, a fresh mapping
+        print(round(shmem_mib() - before))
+        d = torch.full((6 << 20,), 4.0, device='neuron')   # reuses the released range
+        print(b.sum().item() == 2.0 * (2 << 20), c.sum().item() == 3.0 * (10 << 20), d.sum().item() == 4.0 * (6 << 20))
+        print(torch.neuron.memory_allocated() == (18 << 20) * 4)
+    """)
+    assert r.returncode == 0, r.stderr
+    grew, values, accounted = r.stdout.strip().split("\n")
+    assert int(grew) <= 40 - 24 + 2  # not 40: the freed 24 MiB went back first
+    assert values == "True True True"
+    assert accounted == "True"

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,6 +26,8 @@ constexpr size_t kOwnMappingBytes = size_t(32) << 20; // from here on: a mapping
 // Freed own mappings kept for reuse, at most this many bytes: first-touch page faults of shared
 // memory cost more than of private memory, and training steps allocate the same large sizes.
 constexpr size_t kCachedMappingBytes = size_t(128) << 20;
+// Free ranges smaller than this are never given back to the host (see release_resident).
+constexpr size_t kMinReleaseBytes = size_t(1) << 20;
 
 size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -45,6 +49,7 @@ struct Segment {
 struct FreeChunk {
   size_t size;
   int64_t segment;
+  bool resident; // its pages may be in memory (it was allocated once since it was last released)
 };
 
 struct Arena {
@@ -56,6 +61,17 @@ struct Arena {
   std::multimap<size_t, void*> cached_mappings; // freed anonymous own mappings by length
   size_t cached_bytes = 0;
   uint64_t generation = 0; // +1 in every fork child: older own mappings are the parent's
+  // The arena's footprint in host memory (what it adds to the process's RSS), in bytes:
+  // live chunks of this process's segments and own mappings, plus the free memory it keeps
+  // resident (free chunks marked resident, cached mappings). An upper bound: a resident free
+  // chunk may have pages that were never touched.
+  size_t live_bytes = 0;
+  size_t resident_free = 0;
+  size_t footprint_peak = 0;
+  bool can_release = true; // madvise(MADV_REMOVE) works on these mappings
+  size_t footprint() const {
+    return live_bytes + resident_free + cached_bytes;
+  }
 };
 
 Arena& arena() {
@@ -80,14 +96,73 @@ void* map_shared_anonymous(size_t bytes) {
   return p;
 }
 
-void insert_free(Arena& a, uintptr_t addr, size_t size, int64_t segment) {
-  a.free_by_addr.emplace(addr, FreeChunk{size, segment});
+void insert_free(Arena& a, uintptr_t addr, size_t size, int64_t segment, bool resident) {
+  a.free_by_addr.emplace(addr, FreeChunk{size, segment, resident});
   a.free_by_size.emplace(size, addr);
+  if (resident) {
+    a.resident_free += size;
+  }
 }
 
 void erase_free(Arena& a, std::map<uintptr_t, FreeChunk>::iterator it) {
+  if (it->second.resident) {
+    a.resident_free -= it->second.size;
+  }
   a.free_by_size.erase({it->second.size, it->first});
   a.free_by_addr.erase(it);
+}
+
+// Gives up to `want` bytes of free but resident memory back to the host: cached own mappings
+// first (unmapped, largest first), then the whole pages of free segment ranges of at least
+// kMinReleaseBytes (largest first; madvise(MADV_REMOVE) frees a shared mapping's pages and
+// keeps the range mapped, so it is reused later at the cost of first-touch faults).
+void release_resident(Arena& a, size_t want) {
+  size_t released = 0;
+  while (released < want && !a.cached_mappings.empty()) {
+    auto largest = std::prev(a.cached_mappings.end());
+    munmap(largest->second, largest->first);
+    a.cached_bytes -= largest->first;
+    released += largest->first;
+    a.cached_mappings.erase(largest);
+  }
+  if (!a.can_release) {
+    return;
+  }
+  const size_t page = page_size();
+  for (auto it = a.free_by_size.rbegin(); it != a.free_by_size.rend() && released < want; ++it) {
+    if (it->first < kMinReleaseBytes) {
+      break;
+    }
+    FreeChunk& chunk = a.free_by_addr.at(it->second);
+    if (!chunk.resident) {
+      continue;
+    }
+    const uintptr_t begin = round_up(it->second, page);
+    const uintptr_t end = (it->second + it->first) / page * page;
+    if (end > begin && madvise(reinterpret_cast<void*>(begin), end - begin, MADV_REMOVE) != 0) {
+      a.can_release = false; // not supported here: keep everything, as before
+      return;
+    }
+    chunk.resident = false;
+    a.resident_free -= it->first;
+    released += it->first;
+  }
+}
+
+// Called before the arena touches `bytes` of memory that is not resident (a fresh mapping, or
+// a released range): when that would raise its footprint above its peak so far, free resident
+// memory first, so that the process's peak RSS follows the peak of live device memory instead
+// of adding what the arena keeps for reuse (a training step's first optimizer step, for
+// instance, allocates its states while the backward's freed activations sit in the segments).
+void before_growth(Arena& a, size_t bytes) {
+  const size_t total = a.footprint() + bytes;
+  if (total > a.footprint_peak && a.resident_free + a.cached_bytes > 0) {
+    release_resident(a, total - a.footprint_peak);
+  }
+}
+
+void note_footprint(Arena& a) {
+  a.footprint_peak = std::max(a.footprint_peak, a.footprint());
 }
 
 void unmap_segment(Arena& a, int64_t id) {
@@ -114,11 +189,23 @@ HostChunk shared_alloc(size_t nbytes) {
         c.ptr = it->second;
         c.map_bytes = it->first;
         a.cached_bytes -= it->first;
+        a.live_bytes += it->first;
         a.cached_mappings.erase(it);
         return c;
       }
+      before_growth(a, bytes);
+      a.live_bytes += bytes;
+      note_footprint(a);
     }
-    c.ptr = map_shared_anonymous(bytes);
+    try {
+      c.ptr = map_shared_anonymous(bytes);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(a.mutex);
+      if (c.generation == a.generation) {
+        a.live_bytes -= bytes;
+      }
+      throw;
+    }
     c.map_bytes = bytes;
     return c;
   }
@@ -131,16 +218,21 @@ HostChunk shared_alloc(size_t nbytes) {
     s.mapped = true;
     a.segments.push_back(s);
     const auto id = static_cast<int64_t>(a.segments.size() - 1);
-    insert_free(a, reinterpret_cast<uintptr_t>(s.base), s.size, id);
+    insert_free(a, reinterpret_cast<uintptr_t>(s.base), s.size, id, /*resident=*/false);
     fit = a.free_by_size.lower_bound({size, 0});
   }
   const uintptr_t addr = fit->second;
   auto it = a.free_by_addr.find(addr);
   const FreeChunk chunk = it->second;
   erase_free(a, it);
-  if (chunk.size > size) {
-    insert_free(a, addr + size, chunk.size - size, chunk.segment);
+  if (!chunk.resident) {
+    before_growth(a, size); // (the chunk is out of the free lists: release leaves it alone)
   }
+  if (chunk.size > size) {
+    insert_free(a, addr + size, chunk.size - size, chunk.segment, chunk.resident);
+  }
+  a.live_bytes += size;
+  note_footprint(a);
   a.segments[chunk.segment].live += 1;
   if (a.empty_segment == chunk.segment) {
     a.empty_segment = -1;
@@ -160,6 +252,9 @@ void shared_free(const HostChunk& c) {
   if (c.segment < 0) {
     if (c.fd < 0) {
       std::lock_guard<std::mutex> lock(a.mutex);
+      if (c.generation == a.generation) {
+        a.live_bytes -= c.map_bytes;
+      }
       // A mapping inherited from the parent is the parent's memory: only unmapped here.
       if (c.generation == a.generation && c.map_bytes <= kCachedMappingBytes) {
         // Keep the newest mappings within the budget (evict the largest first).
@@ -192,6 +287,7 @@ void shared_free(const HostChunk& c) {
     }
     return;
   }
+  a.live_bytes -= c.size;
   uintptr_t addr = reinterpret_cast<uintptr_t>(c.ptr);
   size_t size = c.size;
   auto next = a.free_by_addr.find(addr + size);
@@ -216,7 +312,7 @@ void shared_free(const HostChunk& c) {
     }
     a.empty_segment = c.segment;
   }
-  insert_free(a, addr, size, c.segment);
+  insert_free(a, addr, size, c.segment, /*resident=*/true);
 }
 
 // Maps `bytes` (a whole number of pages) of memory file `fd` shared and
@@ -270,11 +366,8 @@ HostChunk map_memfd(int fd, size_t nbytes) {
 void shared_arena_release_cached() {
   Arena& a = arena();
   std::lock_guard<std::mutex> lock(a.mutex);
-  for (const auto& [bytes, ptr] : a.cached_mappings) {
-    munmap(ptr, bytes);
-  }
-  a.cached_mappings.clear();
-  a.cached_bytes = 0;
+  // Cached mappings and the free pages of the segments go back to the host.
+  release_resident(a, std::numeric_limits<size_t>::max());
   if (a.empty_segment >= 0) {
     auto it = a.free_by_addr.find(reinterpret_cast<uintptr_t>(a.segments[a.empty_segment].base));
     TORCH_INTERNAL_ASSERT(it != a.free_by_addr.end() && it->second.size == a.segments[a.empty_segment].size);
@@ -309,6 +402,9 @@ void shared_arena_fork_child() {
   }
   a.cached_mappings.clear();
   a.cached_bytes = 0;
+  a.live_bytes = 0; // the parent's memory from here on
+  a.resident_free = 0;
+  a.footprint_peak = 0;
   a.generation += 1;
   a.mutex.unlock();
 }

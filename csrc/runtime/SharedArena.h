@@ -9,6 +9,11 @@
 // * Small and medium allocations are sub-allocated (best fit, coalescing) from
 //   64 MiB segments; allocations of 32 MiB or more get their own mapping
 //   (freed ones are kept for reuse up to 128 MiB, then unmapped).
+// * Freed memory stays resident for reuse until the arena would grow past the
+//   largest host footprint it had so far (live chunks + resident free memory):
+//   then it first gives back cached mappings and the pages of free segment
+//   ranges of 1 MiB or more (madvise(MADV_REMOVE)), so the process's peak RSS
+//   follows the peak of live device memory, as glibc's for CPU tensors does.
 // * A fork child never allocates from, nor returns memory to, the segments and
 //   cached mappings it inherited (they are the parent's memory): it maps its own.
 // * To send a tensor to an unrelated process (`spawn`), its storage moves to a
@@ -48,8 +53,9 @@ HostChunk memfd_chunk(size_t nbytes);
 // ownership of `fd`. Raises c10::Error naming the failure.
 HostChunk map_memfd(int fd, size_t nbytes);
 
-// Unmaps the host memory kept for reuse (cached own mappings, the empty
-// segment); torch.neuron.empty_cache() calls it.
+// Gives the host memory kept for reuse back (cached own mappings, the empty
+// segment, the pages of free segment ranges of 1 MiB or more);
+// torch.neuron.empty_cache() calls it.
 void shared_arena_release_cached();
 
 // Fork handlers (called by the device allocator's pthread_atfork handlers,

@@ -37,7 +37,7 @@ from torch.distributed.distributed_c10d import AllgatherOptions  # not re-export
 
 from ..estimate import active as _estimate
 from . import health
-from .aliases import cpu_alias
+from .aliases import contiguous_aliases, cpu_alias
 from .work import NeuronWork
 
 BACKEND_NAME = "neuron"
@@ -92,7 +92,13 @@ def _flat(tensors: _Tensors) -> list[torch.Tensor]:
     """The tensors of a tensor, a list of tensors or a list of lists, in order."""
     if isinstance(tensors, torch.Tensor):
         return [tensors]
-    return [t for item in tensors for t in _flat(item)]
+    out: list[torch.Tensor] = []
+    for item in tensors:
+        if isinstance(item, torch.Tensor):
+            out.append(item)
+        else:
+            out.extend(_flat(item))
+    return out
 
 
 class NeuronProcessGroup(dist.ProcessGroup):
@@ -230,23 +236,41 @@ class NeuronProcessGroup(dist.ProcessGroup):
         outputs are staged and copied back when the work completes. The future resolves to
         ``result`` (default: the outputs, flattened).
         """
-        st = _Staging()
+        # Contiguous tensors (the usual case) are aliased as they are; staging only when needed.
+        st: _Staging | None = None
         args: list[Any] = []
+        out_aliases: Any
+        in_aliases: Any
         if outputs is not None:
-            args.append(st.outputs(outputs, read))
+            out_aliases = contiguous_aliases(outputs)
+            if out_aliases is None:
+                st = _Staging()
+                out_aliases = st.outputs(outputs, read)
+            args.append(out_aliases)
         if inputs is not None:
-            args.append(st.inputs(inputs))
-        args.extend(extra)
+            in_aliases = contiguous_aliases(inputs)
+            if in_aliases is None:
+                st = st or _Staging()
+                in_aliases = st.inputs(inputs)
+            args.append(in_aliases)
+        if extra:
+            args.extend(extra)
         if opts_type is not None:
             args.append(opts if opts is not None else opts_type())
-        work = gloo_fn(*args)
+        transfer = gloo_fn(*args)
         if _estimate.current is not None:   # torch_neuronx.estimate is recording: report the collective
             peer = extra[0] if op.startswith(("send", "recv from rank")) else None
             _estimate.current.record_collective(op, outputs, inputs, self._global_ranks, self._name, peer)
         if result is None:
             result = _flat(outputs) if outputs is not None else []
-        return self._work(op, [work], result, finish=st.finish if st.copy_back else None,
-                          keepalive=st if st.copy_back or st.keep else None)
+        if st is None:
+            work = NeuronWork([transfer], result, None, op, self._explain)
+        else:
+            work = NeuronWork([transfer], result, st.finish if st.copy_back else None, op, self._explain,
+                              st if st.copy_back or st.keep else None)
+        if self._coalesced is not None:
+            self._coalesced.append(work)
+        return work
 
     # The collectives below override the C++ virtuals (tensors..., opts); torch's stubs describe the
     # Python bindings' overloads instead, hence the ignored [override] checks.
