@@ -365,21 +365,32 @@ void unsupported_layout(
 }
 
 // Registers the boxed fallback as the PrivateUse1 kernel of the ops that
-// would otherwise get PyTorch's composite kernel there: the _foreach_* ops and
-// the ops of OpPolicy's needs_cpu_kernel table (those only where a CPU kernel
-// exists), unless the device already has a kernel of its own for them.
+// would otherwise get PyTorch's composite kernel there, unless the device
+// already has a kernel of its own for them: the _foreach_* ops, the ops of
+// OpPolicy's needs_cpu_kernel table, and every op with a
+// CompositeExplicitAutogradNonFunctional kernel (the functional and in-place
+// forms of structured ops: add, mul, exp, mm, where, ...), the last two only
+// where a CPU kernel exists. For those structured ops the composite kernel is
+// the meta function, an output allocated through the dispatcher and then the
+// out= kernel through the dispatcher again (two shape computations, three
+// dispatched ops); the CPU kernel is the same computation in one op, exactly
+// what the op runs on the CPU.
 struct RegisterCpuKernelOps {
   RegisterCpuKernelOps() {
     static torch::Library lib(
         torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
       const bool foreach = is_foreach_op(name);
-      if (!foreach && !needs_cpu_kernel(name)) {
+      const auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
         continue;
       }
-      const auto handle = c10::Dispatcher::singleton().findOp(name);
-      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-          (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
+      if (!foreach && !needs_cpu_kernel(name) &&
+          !handle->hasKernelForDispatchKey(
+              c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+        continue;
+      }
+      if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
         continue;
       }
       std::string op = name.name.substr(6);
