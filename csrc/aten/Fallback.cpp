@@ -32,6 +32,13 @@ bool is_optional_generator(const c10::Argument& arg) {
       c10::TypeKind::GeneratorType;
 }
 
+// The `indices` argument of the indexing ops (length first: this runs for
+// every tensor operand of every op).
+bool is_indices(const c10::Argument& arg) {
+  const std::string& name = arg.name();
+  return name.size() == 7 && name == "indices";
+}
+
 struct AliasedTensor {
   at::Tensor original;
   at::Tensor alias;
@@ -41,6 +48,21 @@ struct AliasedTensor {
 class Call {
  public:
   explicit Call(const c10::OperatorHandle& op) : op_(op) {}
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // The aliases go back to this thread's pool (Alias.h) once the op is done.
+  ~Call() {
+    c10::SmallVector<at::Tensor*, 6> aliases;
+    for (auto& entry : tensors_) {
+      aliases.push_back(&entry.alias);
+    }
+    c10::SmallVector<c10::Storage*, 4> storages;
+    for (auto& storage : alias_storages_) {
+      storages.push_back(&storage);
+    }
+    recycle_aliases(aliases, storages);
+  }
 
   c10::DeviceIndex device = -1;
   bool host_fallback = false;
@@ -70,14 +92,15 @@ class Call {
     const c10::DeviceType type = t.device().type();
     if (type == kNeuron) {
       note_device(t.device().index(), "argument ");
-      neuron_indices_ = neuron_indices_ || arg.name() == "indices";
-      neuron_operand_ = neuron_operand_ || (arg.name() != "indices" && t.dim() != 0);
+      const bool indices = is_indices(arg);
+      neuron_indices_ = neuron_indices_ || indices;
+      neuron_operand_ = neuron_operand_ || (!indices && t.dim() != 0);
       if (is_host_fallback_dtype(t.scalar_type())) {
         host_fallback = true;
       }
       max_numel = std::max<int64_t>(max_numel, t.numel());
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
-      at::Tensor a = cpu_alias(t, storage_for(t.storage()));
+      at::Tensor a = pooled_cpu_alias(t, storage_for(t.storage()));
       tensors_.push_back(AliasedTensor{t, a, written});
       return a;
     }
@@ -85,8 +108,7 @@ class Call {
       // 0-dim CPU tensors are scalars on every device; CPU index tensors are
       // accepted where CUDA accepts them (only the `indices` argument: a CPU
       // `self` or `values` is wrong placement).
-      if (t.dim() == 0 ||
-          (arg.name() == "indices" && accepts_cpu_indices(op_.operator_name()))) {
+      if (t.dim() == 0 || (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
@@ -212,7 +234,7 @@ class Call {
       }
     }
     original_storages_.push_back(original);
-    alias_storages_.push_back(cpu_alias_storage(original));
+    alias_storages_.push_back(pooled_alias_storage(original));
     return alias_storages_.back();
   }
 
