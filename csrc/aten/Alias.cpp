@@ -30,24 +30,25 @@ void copy_view_metadata(const at::Tensor& to, const at::Tensor& from) {
   }
 }
 
-// A plain CPU tensor the kernel just created and nobody else holds becomes
-// the neuron tensor itself (device and backend dispatch keys relabelled; its
-// storage must already be relabelled): the same result as neuron_view, without
-// a second TensorImpl. False (nothing changed) for anything else: a tensor
-// also held elsewhere, a subclass, with backend metadata, conj/neg, or a
-// wrapped number.
-bool relabel_in_place(const at::Tensor& t) {
+// A plain CPU tensor that nobody else holds can become a neuron tensor in
+// place: not a subclass, no backend metadata, no conj/neg bit, not a wrapped
+// number, no Python key.
+bool relabelable(const at::Tensor& t) {
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if (t.use_count() != 1 || t.weak_use_count() != 1 ||
-      typeid(*impl) != typeid(c10::TensorImpl) || impl->is_wrapped_number() ||
-      impl->get_backend_meta() != nullptr || t.is_conj() || t.is_neg() ||
-      impl->key_set().has(c10::DispatchKey::Python) || !impl->allow_tensor_metadata_change()) {
-    return false;
-  }
+  return t.use_count() == 1 && t.weak_use_count() == 1 &&
+      typeid(*impl) == typeid(c10::TensorImpl) && !impl->is_wrapped_number() &&
+      impl->get_backend_meta() == nullptr && !t.is_conj() && !t.is_neg() &&
+      !impl->key_set().has(c10::DispatchKey::Python) && impl->allow_tensor_metadata_change();
+}
+
+// The same result as neuron_view(t, t.storage()) once the storage is
+// relabelled, without a second TensorImpl: the device and the backend dispatch
+// keys of `t` itself change.
+void relabel_tensor(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   const c10::Device device = impl->storage().device();
   impl->set_storage_keep_dtype(impl->storage()); // device_opt_ from the relabelled storage
   impl->_change_backend_component_keys(device);
-  return true;
 }
 
 // Per-thread pool of alias objects (pooled_alias_storage, pooled_cpu_alias).
@@ -239,6 +240,23 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
   return out;
 }
 
+bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
+  if (!cpu_result.defined() || !cpu_result.device().is_cpu() ||
+      cpu_result.layout() != c10::kStrided || !cpu_result.has_storage() ||
+      !relabelable(cpu_result)) {
+    return false;
+  }
+  c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
+  c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();
+  if (!is_accounted_deleter(ptr.get_deleter())) {
+    return false;
+  }
+  ptr.unsafe_set_device(c10::Device(kNeuron, device));
+  storage->set_allocator(neuron_allocator());
+  relabel_tensor(cpu_result);
+  return true;
+}
+
 at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
   if (!cpu_result.defined() || cpu_result.device().type() == kNeuron) {
     return cpu_result;
@@ -260,7 +278,8 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
     // Fresh device memory allocated by the CPU kernel: relabel it.
     ptr.unsafe_set_device(target);
     storage->set_allocator(neuron_allocator());
-    if (relabel_in_place(cpu_result)) {
+    if (relabelable(cpu_result)) {
+      relabel_tensor(cpu_result);
       return cpu_result;
     }
     return neuron_view(cpu_result, cpu_result.storage());

@@ -48,6 +48,12 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
 // storage of a ZeroTensor); `what` names it in the message.
 void check_has_memory(const c10::StorageImpl& storage, const char* what);
 
+// The fast form of to_neuron_result for a kernel's fresh result: when its bytes
+// were allocated through the accounting allocator and nobody else holds the
+// tensor, relabels storage and tensor as neuron memory on `device` in place
+// and returns true; otherwise changes nothing and returns false.
+bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device);
+
 // Turns a CPU result into neuron memory on `device`: zero-copy when its bytes
 // were allocated through the accounting allocator (inside RouteAllocationsTo),
 // otherwise copied into freshly accounted memory.

@@ -85,7 +85,9 @@ class Call {
     }
   }
 
-  at::Tensor alias(const at::Tensor& t, const c10::Argument& arg) {
+  // `t` by value: the caller moves the stack's operand in, so keeping the
+  // original costs no reference count.
+  at::Tensor alias(at::Tensor t, const c10::Argument& arg) {
     if (!t.defined()) {
       return t;
     }
@@ -101,7 +103,7 @@ class Call {
       max_numel = std::max<int64_t>(max_numel, t.numel());
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
       at::Tensor a = pooled_cpu_alias(t, storage_for(t.storage()));
-      tensors_.push_back(AliasedTensor{t, a, written});
+      tensors_.push_back(AliasedTensor{std::move(t), a, written});
       return a;
     }
     if (type == c10::kCPU) {
@@ -153,8 +155,9 @@ class Call {
     }
   }
 
-  // A result of the CPU kernel, as a neuron tensor.
-  at::Tensor unwrap(const at::Tensor& out) {
+  // A result of the CPU kernel, as a neuron tensor (`out` moved in from the
+  // stack: a fresh result then becomes the neuron tensor in place).
+  at::Tensor unwrap(at::Tensor out) {
     if (!out.defined() || out.device().type() == kNeuron) {
       return out;
     }
@@ -170,14 +173,21 @@ class Call {
       const c10::StorageImpl* si = out.storage().unsafeGetStorageImpl();
       for (size_t i = 0; i < alias_storages_.size(); ++i) {
         if (alias_storages_[i].unsafeGetStorageImpl() == si) {
-          return neuron_view(out, original_storages_[i]);
+          return neuron_view(
+              out,
+              c10::Storage(
+                  c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(original_storages_[i])));
         }
       }
     }
     if (out.device().is_cpu() && out.dim() == 0 && device < 0) {
       return out;
     }
-    return to_neuron_result(out, device < 0 ? current_device() : device);
+    const c10::DeviceIndex target = device < 0 ? current_device() : device;
+    if (relabel_fresh_result(out, target)) {
+      return out;
+    }
+    return to_neuron_result(out, target);
   }
 
   // Brings back what an in-place / out= CPU kernel changed on an alias:
@@ -227,19 +237,20 @@ class Call {
 
  private:
   const c10::Storage& storage_for(const c10::Storage& original) {
-    const c10::StorageImpl* si = original.unsafeGetStorageImpl();
+    c10::StorageImpl* si = original.unsafeGetStorageImpl();
     for (size_t i = 0; i < original_storages_.size(); ++i) {
-      if (original_storages_[i].unsafeGetStorageImpl() == si) {
+      if (original_storages_[i] == si) {
         return alias_storages_[i];
       }
     }
-    original_storages_.push_back(original);
+    original_storages_.push_back(si);
     alias_storages_.push_back(pooled_alias_storage(original));
     return alias_storages_.back();
   }
 
   const c10::OperatorHandle& op_;
-  c10::SmallVector<c10::Storage, 4> original_storages_;
+  // The operands' storages (kept alive by tensors_[i].original).
+  c10::SmallVector<c10::StorageImpl*, 4> original_storages_;
   c10::SmallVector<c10::Storage, 4> alias_storages_;
   c10::SmallVector<AliasedTensor, 6> tensors_;
   std::string mixed_argument_;
@@ -265,7 +276,7 @@ void neuron_fallback(
     c10::IValue& value = (*stack)[begin + i];
     const c10::Argument& arg = arguments[i];
     if (value.isTensor()) {
-      value = call.alias(value.toTensor(), arg);
+      value = call.alias(std::move(value).toTensor(), arg);
     } else if (value.isTensorList()) {
       auto in = value.toTensorList();
       c10::List<at::Tensor> out;
@@ -344,7 +355,7 @@ void neuron_fallback(
   for (size_t i = 0; i < num_returns; ++i) {
     c10::IValue& value = (*stack)[out_begin + i];
     if (value.isTensor()) {
-      value = call.unwrap(value.toTensor());
+      value = call.unwrap(std::move(value).toTensor());
     } else if (value.isTensorList()) {
       auto in = value.toTensorList();
       c10::List<at::Tensor> out;
