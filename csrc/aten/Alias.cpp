@@ -3,10 +3,13 @@
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Runtime.h"
 
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstring>
+#include <typeinfo>
+#include <vector>
 
 namespace torch_neuronx {
 namespace {
@@ -27,7 +30,144 @@ void copy_view_metadata(const at::Tensor& to, const at::Tensor& from) {
   }
 }
 
+// A plain CPU tensor that nobody else holds can become a neuron tensor in
+// place: not a subclass, no backend metadata, no conj/neg bit, not a wrapped
+// number, no Python key.
+bool relabelable(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  return t.use_count() == 1 && t.weak_use_count() == 1 &&
+      typeid(*impl) == typeid(c10::TensorImpl) && !impl->is_wrapped_number() &&
+      impl->get_backend_meta() == nullptr && !t.is_conj() && !t.is_neg() &&
+      !impl->key_set().has(c10::DispatchKey::Python) && impl->allow_tensor_metadata_change();
+}
+
+// The same result as neuron_view(t, t.storage()) once the storage is
+// relabelled, without a second TensorImpl: the device and the backend dispatch
+// keys of `t` itself change.
+void relabel_tensor(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const c10::Device device = impl->storage().device();
+  impl->set_storage_keep_dtype(impl->storage()); // device_opt_ from the relabelled storage
+  impl->_change_backend_component_keys(device);
+}
+
+// Per-thread pool of alias objects (pooled_alias_storage, pooled_cpu_alias).
+// An op has a few operands; _foreach ops have many, and those beyond the cap
+// are simply freed.
+constexpr size_t kPoolCap = 32;
+
+struct AliasPool {
+  std::vector<c10::intrusive_ptr<c10::TensorImpl>> tensors;
+  std::vector<c10::intrusive_ptr<c10::StorageImpl>> storages;
+  // What a recycled TensorImpl points to while it waits (no neuron memory).
+  c10::Storage idle = c10::Storage(
+      c10::Storage::use_byte_size_t(), 0, c10::DataPtr(nullptr, c10::Device(c10::kCPU)),
+      routing_cpu_allocator(), /*resizable=*/true);
+  AliasPool() {
+    tensors.reserve(kPoolCap);
+    storages.reserve(kPoolCap);
+  }
+};
+
+AliasPool& alias_pool() {
+  thread_local AliasPool pool;
+  return pool;
+}
+
+c10::DataPtr alias_data_ptr(c10::StorageImpl* neuron) {
+  c10::raw::intrusive_ptr::incref(neuron);
+  return c10::DataPtr(
+      const_cast<void*>(neuron->data()), neuron, &release_storage_ref, c10::Device(c10::kCPU));
+}
+
+// The dispatch keys of a fresh CPU alias outside / inside inference mode
+// (inference tensors have no autograd keys): a recycled alias must have them.
+c10::DispatchKeySet fresh_alias_keys(bool inference) {
+  auto make = [] {
+    return at::detail::make_tensor<c10::TensorImpl>(
+               c10::Storage(alias_pool().idle), c10::DispatchKeySet(c10::DispatchKey::CPU),
+               caffe2::TypeMeta::Make<float>())
+        .key_set();
+  };
+  static const c10::DispatchKeySet normal = [&] {
+    c10::InferenceMode off(false);
+    return make();
+  }();
+  static const c10::DispatchKeySet in_inference = [&] {
+    c10::InferenceMode on(true);
+    return make();
+  }();
+  return inference ? in_inference : normal;
+}
+
 } // namespace
+
+c10::Storage pooled_alias_storage(const c10::Storage& neuron_storage) {
+  AliasPool& pool = alias_pool();
+  if (pool.storages.empty()) {
+    return cpu_alias_storage(neuron_storage);
+  }
+  c10::intrusive_ptr<c10::StorageImpl> impl = std::move(pool.storages.back());
+  pool.storages.pop_back();
+  c10::StorageImpl* neuron = neuron_storage.unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(alias_data_ptr(neuron));
+  impl->set_nbytes(neuron->nbytes());
+  return c10::Storage(std::move(impl));
+}
+
+at::Tensor pooled_cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
+  AliasPool& pool = alias_pool();
+  if (pool.tensors.empty()) {
+    return cpu_alias(t, storage);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> impl = std::move(pool.tensors.back());
+  pool.tensors.pop_back();
+  if (impl->is_inference() != c10::InferenceMode::is_enabled()) {
+    return cpu_alias(t, storage); // made in the other mode: its keys differ
+  }
+  impl->set_storage_and_dtype(storage, t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  impl->_set_conj(t.is_conj());
+  impl->_set_neg(t.is_neg());
+  return at::Tensor(std::move(impl));
+}
+
+void recycle_aliases(c10::ArrayRef<at::Tensor*> tensors, c10::ArrayRef<c10::Storage*> storages) {
+  AliasPool& pool = alias_pool();
+  for (at::Tensor* t : tensors) {
+    if (!t->defined()) {
+      continue;
+    }
+    c10::intrusive_ptr<c10::TensorImpl> impl = t->unsafeReleaseIntrusivePtr();
+    if (impl.use_count() != 1 || impl.weak_use_count() != 1 || pool.tensors.size() >= kPoolCap ||
+        typeid(*impl) != typeid(c10::TensorImpl) || !impl->allow_tensor_metadata_change() ||
+        impl->is_wrapped_number() ||
+        impl->get_backend_meta() != nullptr) {
+      continue; // dropped: still referenced, or not as a fresh alias would be
+    }
+    impl->_set_conj(false);
+    impl->_set_neg(false);
+    if (impl->key_set() != fresh_alias_keys(impl->is_inference())) {
+      continue;
+    }
+    impl->set_storage_keep_dtype(pool.idle);
+    pool.tensors.push_back(std::move(impl));
+  }
+  for (c10::Storage* s : storages) {
+    if (!*s) {
+      continue;
+    }
+    c10::intrusive_ptr<c10::StorageImpl> impl =
+        c10::intrusive_ptr<c10::StorageImpl>::reclaim(s->unsafeReleaseStorageImpl());
+    if (impl.use_count() != 1 || impl.weak_use_count() != 1 || pool.storages.size() >= kPoolCap ||
+        impl->allocator() != routing_cpu_allocator() || !impl->resizable()) {
+      continue;
+    }
+    impl->set_data_ptr_noswap(c10::DataPtr(nullptr, c10::Device(c10::kCPU))); // frees the neuron ref
+    impl->set_nbytes(0);
+    pool.storages.push_back(std::move(impl));
+  }
+}
 
 void check_has_memory(const c10::StorageImpl& storage, const char* what) {
   // A ZeroTensor (PyTorch's efficient zeros) and other storage-less tensors
@@ -43,9 +183,7 @@ void check_has_memory(const c10::StorageImpl& storage, const char* what) {
 
 c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage) {
   c10::StorageImpl* impl = neuron_storage.unsafeGetStorageImpl();
-  c10::raw::intrusive_ptr::incref(impl);
-  c10::DataPtr ptr(
-      const_cast<void*>(impl->data()), impl, &release_storage_ref, c10::Device(c10::kCPU));
+  c10::DataPtr ptr = alias_data_ptr(impl);
   return c10::Storage(
       c10::Storage::use_byte_size_t(),
       impl->nbytes(),
@@ -102,6 +240,23 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
   return out;
 }
 
+bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
+  if (!cpu_result.defined() || !cpu_result.device().is_cpu() ||
+      cpu_result.layout() != c10::kStrided || !cpu_result.has_storage() ||
+      !relabelable(cpu_result)) {
+    return false;
+  }
+  c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
+  c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();
+  if (!is_accounted_deleter(ptr.get_deleter())) {
+    return false;
+  }
+  ptr.unsafe_set_device(c10::Device(kNeuron, device));
+  storage->set_allocator(neuron_allocator());
+  relabel_tensor(cpu_result);
+  return true;
+}
+
 at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
   if (!cpu_result.defined() || cpu_result.device().type() == kNeuron) {
     return cpu_result;
@@ -123,6 +278,10 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
     // Fresh device memory allocated by the CPU kernel: relabel it.
     ptr.unsafe_set_device(target);
     storage->set_allocator(neuron_allocator());
+    if (relabelable(cpu_result)) {
+      relabel_tensor(cpu_result);
+      return cpu_result;
+    }
     return neuron_view(cpu_result, cpu_result.storage());
   }
   if (ptr.device().type() == kNeuron) {

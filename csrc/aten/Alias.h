@@ -19,6 +19,17 @@ c10::Storage cpu_alias_storage(const c10::Storage& neuron_storage);
 at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage);
 at::Tensor cpu_alias(const at::Tensor& t);
 
+// The same aliases, recycled: the boxed fallback runs for every op, so it takes
+// its alias StorageImpls and TensorImpls from a small pool of the calling
+// thread instead of allocating (and freeing) two objects per operand.
+// recycle_aliases() gives them back when the op is done: a recycled storage
+// lets go of the neuron memory at once, and an alias the CPU kernel still holds
+// a reference to (or changed in a way a fresh alias would not be) is left alone
+// and never reused. `tensors` are recycled before `storages`.
+c10::Storage pooled_alias_storage(const c10::Storage& neuron_storage);
+at::Tensor pooled_cpu_alias(const at::Tensor& t, const c10::Storage& storage);
+void recycle_aliases(c10::ArrayRef<at::Tensor*> tensors, c10::ArrayRef<c10::Storage*> storages);
+
 // Raises CUDA's device-mismatch error ("Expected all tensors to be on the same
 // device ... neuron:0 and cpu! (when checking argument for argument 'weight'
 // in aten::convolution_overrideable)") unless `t` is a neuron tensor on
@@ -36,6 +47,12 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
 // Raises a clear error if `storage` reports bytes but has no memory (the
 // storage of a ZeroTensor); `what` names it in the message.
 void check_has_memory(const c10::StorageImpl& storage, const char* what);
+
+// The fast form of to_neuron_result for a kernel's fresh result: when its bytes
+// were allocated through the accounting allocator and nobody else holds the
+// tensor, relabels storage and tensor as neuron memory on `device` in place
+// and returns true; otherwise changes nothing and returns false.
+bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device);
 
 // Turns a CPU result into neuron memory on `device`: zero-copy when its bytes
 // were allocated through the accounting allocator (inside RouteAllocationsTo),

@@ -32,6 +32,13 @@ bool is_optional_generator(const c10::Argument& arg) {
       c10::TypeKind::GeneratorType;
 }
 
+// The `indices` argument of the indexing ops (length first: this runs for
+// every tensor operand of every op).
+bool is_indices(const c10::Argument& arg) {
+  const std::string& name = arg.name();
+  return name.size() == 7 && name == "indices";
+}
+
 struct AliasedTensor {
   at::Tensor original;
   at::Tensor alias;
@@ -41,6 +48,21 @@ struct AliasedTensor {
 class Call {
  public:
   explicit Call(const c10::OperatorHandle& op) : op_(op) {}
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // The aliases go back to this thread's pool (Alias.h) once the op is done.
+  ~Call() {
+    c10::SmallVector<at::Tensor*, 6> aliases;
+    for (auto& entry : tensors_) {
+      aliases.push_back(&entry.alias);
+    }
+    c10::SmallVector<c10::Storage*, 4> storages;
+    for (auto& storage : alias_storages_) {
+      storages.push_back(&storage);
+    }
+    recycle_aliases(aliases, storages);
+  }
 
   c10::DeviceIndex device = -1;
   bool host_fallback = false;
@@ -63,30 +85,32 @@ class Call {
     }
   }
 
-  at::Tensor alias(const at::Tensor& t, const c10::Argument& arg) {
+  // `t` by value: the caller moves the stack's operand in, so keeping the
+  // original costs no reference count.
+  at::Tensor alias(at::Tensor t, const c10::Argument& arg) {
     if (!t.defined()) {
       return t;
     }
     const c10::DeviceType type = t.device().type();
     if (type == kNeuron) {
       note_device(t.device().index(), "argument ");
-      neuron_indices_ = neuron_indices_ || arg.name() == "indices";
-      neuron_operand_ = neuron_operand_ || (arg.name() != "indices" && t.dim() != 0);
+      const bool indices = is_indices(arg);
+      neuron_indices_ = neuron_indices_ || indices;
+      neuron_operand_ = neuron_operand_ || (!indices && t.dim() != 0);
       if (is_host_fallback_dtype(t.scalar_type())) {
         host_fallback = true;
       }
       max_numel = std::max<int64_t>(max_numel, t.numel());
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
-      at::Tensor a = cpu_alias(t, storage_for(t.storage()));
-      tensors_.push_back(AliasedTensor{t, a, written});
+      at::Tensor a = pooled_cpu_alias(t, storage_for(t.storage()));
+      tensors_.push_back(AliasedTensor{std::move(t), a, written});
       return a;
     }
     if (type == c10::kCPU) {
       // 0-dim CPU tensors are scalars on every device; CPU index tensors are
       // accepted where CUDA accepts them (only the `indices` argument: a CPU
       // `self` or `values` is wrong placement).
-      if (t.dim() == 0 ||
-          (arg.name() == "indices" && accepts_cpu_indices(op_.operator_name()))) {
+      if (t.dim() == 0 || (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
@@ -131,8 +155,9 @@ class Call {
     }
   }
 
-  // A result of the CPU kernel, as a neuron tensor.
-  at::Tensor unwrap(const at::Tensor& out) {
+  // A result of the CPU kernel, as a neuron tensor (`out` moved in from the
+  // stack: a fresh result then becomes the neuron tensor in place).
+  at::Tensor unwrap(at::Tensor out) {
     if (!out.defined() || out.device().type() == kNeuron) {
       return out;
     }
@@ -148,14 +173,21 @@ class Call {
       const c10::StorageImpl* si = out.storage().unsafeGetStorageImpl();
       for (size_t i = 0; i < alias_storages_.size(); ++i) {
         if (alias_storages_[i].unsafeGetStorageImpl() == si) {
-          return neuron_view(out, original_storages_[i]);
+          return neuron_view(
+              out,
+              c10::Storage(
+                  c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(original_storages_[i])));
         }
       }
     }
     if (out.device().is_cpu() && out.dim() == 0 && device < 0) {
       return out;
     }
-    return to_neuron_result(out, device < 0 ? current_device() : device);
+    const c10::DeviceIndex target = device < 0 ? current_device() : device;
+    if (relabel_fresh_result(out, target)) {
+      return out;
+    }
+    return to_neuron_result(out, target);
   }
 
   // Brings back what an in-place / out= CPU kernel changed on an alias:
@@ -205,19 +237,20 @@ class Call {
 
  private:
   const c10::Storage& storage_for(const c10::Storage& original) {
-    const c10::StorageImpl* si = original.unsafeGetStorageImpl();
+    c10::StorageImpl* si = original.unsafeGetStorageImpl();
     for (size_t i = 0; i < original_storages_.size(); ++i) {
-      if (original_storages_[i].unsafeGetStorageImpl() == si) {
+      if (original_storages_[i] == si) {
         return alias_storages_[i];
       }
     }
-    original_storages_.push_back(original);
-    alias_storages_.push_back(cpu_alias_storage(original));
+    original_storages_.push_back(si);
+    alias_storages_.push_back(pooled_alias_storage(original));
     return alias_storages_.back();
   }
 
   const c10::OperatorHandle& op_;
-  c10::SmallVector<c10::Storage, 4> original_storages_;
+  // The operands' storages (kept alive by tensors_[i].original).
+  c10::SmallVector<c10::StorageImpl*, 4> original_storages_;
   c10::SmallVector<c10::Storage, 4> alias_storages_;
   c10::SmallVector<AliasedTensor, 6> tensors_;
   std::string mixed_argument_;
@@ -243,7 +276,7 @@ void neuron_fallback(
     c10::IValue& value = (*stack)[begin + i];
     const c10::Argument& arg = arguments[i];
     if (value.isTensor()) {
-      value = call.alias(value.toTensor(), arg);
+      value = call.alias(std::move(value).toTensor(), arg);
     } else if (value.isTensorList()) {
       auto in = value.toTensorList();
       c10::List<at::Tensor> out;
@@ -322,7 +355,7 @@ void neuron_fallback(
   for (size_t i = 0; i < num_returns; ++i) {
     c10::IValue& value = (*stack)[out_begin + i];
     if (value.isTensor()) {
-      value = call.unwrap(value.toTensor());
+      value = call.unwrap(std::move(value).toTensor());
     } else if (value.isTensorList()) {
       auto in = value.toTensorList();
       c10::List<at::Tensor> out;
@@ -365,21 +398,32 @@ void unsupported_layout(
 }
 
 // Registers the boxed fallback as the PrivateUse1 kernel of the ops that
-// would otherwise get PyTorch's composite kernel there: the _foreach_* ops and
-// the ops of OpPolicy's needs_cpu_kernel table (those only where a CPU kernel
-// exists), unless the device already has a kernel of its own for them.
+// would otherwise get PyTorch's composite kernel there, unless the device
+// already has a kernel of its own for them: the _foreach_* ops, the ops of
+// OpPolicy's needs_cpu_kernel table, and every op with a
+// CompositeExplicitAutogradNonFunctional kernel (the functional and in-place
+// forms of structured ops: add, mul, exp, mm, where, ...), the last two only
+// where a CPU kernel exists. For those structured ops the composite kernel is
+// the meta function, an output allocated through the dispatcher and then the
+// out= kernel through the dispatcher again (two shape computations, three
+// dispatched ops); the CPU kernel is the same computation in one op, exactly
+// what the op runs on the CPU.
 struct RegisterCpuKernelOps {
   RegisterCpuKernelOps() {
     static torch::Library lib(
         torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
       const bool foreach = is_foreach_op(name);
-      if (!foreach && !needs_cpu_kernel(name)) {
+      const auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
         continue;
       }
-      const auto handle = c10::Dispatcher::singleton().findOp(name);
-      if (!handle.has_value() || handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-          (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
+      if (!foreach && !needs_cpu_kernel(name) &&
+          !handle->hasKernelForDispatchKey(
+              c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+        continue;
+      }
+      if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
         continue;
       }
       std::string op = name.name.substr(6);

@@ -2,20 +2,26 @@
 
 #include <c10/util/flat_hash_map.h>
 
+#include <atomic>
+#include <cstddef>
+#include <memory>
 #include <mutex>
 
 namespace torch_neuronx {
 namespace {
 
+// One op's counters. Entries are created once per key and never freed, so a
+// pointer to one stays valid; the counts are atomics, so counting needs no lock.
 struct Entry {
   std::string name;
-  uint64_t executed = 0;
-  uint64_t fallback = 0;
+  std::atomic<uint64_t> executed{0};
+  std::atomic<uint64_t> fallback{0};
 };
 
+// key -> entry. The mutex guards the map only (adding an op, listing, clearing).
 std::mutex g_mutex;
-ska::flat_hash_map<const void*, Entry>& table() {
-  static auto* t = new ska::flat_hash_map<const void*, Entry>();
+ska::flat_hash_map<const void*, std::unique_ptr<Entry>>& table() {
+  static auto* t = new ska::flat_hash_map<const void*, std::unique_ptr<Entry>>();
   return *t;
 }
 
@@ -29,17 +35,45 @@ std::string name_of(const c10::OperatorName& name) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
+// A direct-mapped cache of key -> entry per thread: an op seen before is
+// counted without the lock or the map (every eager op runs this).
+constexpr size_t kCacheSlots = 256;
+struct CacheSlot {
+  const void* key = nullptr;
+  Entry* entry = nullptr;
+};
+thread_local CacheSlot t_cache[kCacheSlots];
+
+size_t slot_of(const void* key) {
+  const auto bits = reinterpret_cast<uintptr_t>(key);
+  return ((bits >> 4) ^ (bits >> 12)) & (kCacheSlots - 1);
+}
+
 template <typename Name>
-void track(const void* key, const Name& name, bool host_fallback) {
+Entry* find_or_add(const void* key, const Name& name) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& t = table();
   auto it = t.find(key);
   if (it == t.end()) {
-    it = t.emplace(key, Entry{name_of(name), 0, 0}).first;
+    auto entry = std::make_unique<Entry>();
+    entry->name = name_of(name);
+    it = t.emplace(key, std::move(entry)).first;
   }
-  it->second.executed += 1;
+  return it->second.get();
+}
+
+template <typename Name>
+void track(const void* key, const Name& name, bool host_fallback) {
+  CacheSlot& slot = t_cache[slot_of(key)];
+  Entry* entry = slot.entry;
+  if (C10_UNLIKELY(slot.key != key)) {
+    entry = find_or_add(key, name);
+    slot.key = key;
+    slot.entry = entry;
+  }
+  entry->executed.fetch_add(1, std::memory_order_relaxed);
   if (host_fallback) {
-    it->second.fallback += 1;
+    entry->fallback.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -61,12 +95,13 @@ std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> op_counts() {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> out;
   for (const auto& kv : table()) {
-    if (kv.second.executed == 0) {
+    const uint64_t executed = kv.second->executed.load(std::memory_order_relaxed);
+    if (executed == 0) {
       continue;
     }
-    auto& slot = out[kv.second.name];
-    slot.first += kv.second.executed;
-    slot.second += kv.second.fallback;
+    auto& slot = out[kv.second->name];
+    slot.first += executed;
+    slot.second += kv.second->fallback.load(std::memory_order_relaxed);
   }
   return out;
 }
@@ -74,8 +109,8 @@ std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> op_counts() {
 void clear_op_counts() {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (auto& kv : table()) {
-    kv.second.executed = 0;
-    kv.second.fallback = 0;
+    kv.second->executed.store(0, std::memory_order_relaxed);
+    kv.second->fallback.store(0, std::memory_order_relaxed);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
+#include <atomic>
 #include <cstring>
 #include <iomanip>
 #include <mutex>
@@ -38,6 +39,9 @@ struct State {
   std::mutex mutex;
   ska::flat_hash_map<void*, Block> blocks;
   std::vector<DeviceStats> stats = std::vector<DeviceStats>(kMaxDevices);
+  // stats[d].reserved_bytes current, readable without the mutex (written with
+  // it held): allocate_accounted's early capacity check.
+  std::atomic<int64_t> reserved_now[kMaxDevices] = {};
 };
 
 State& state() {
@@ -80,6 +84,8 @@ void free_accounted(void* ptr) {
     st.active[kAgg].decrease(1);
     st.segment[kAgg].decrease(1);
     st.num_device_free += 1;
+    s.reserved_now[it->second.device].store(
+        st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
     chunk = it->second.chunk;
     s.blocks.erase(it);
   }
@@ -239,6 +245,7 @@ void record_block_locked(State& s, void* ptr, const Block& block) {
   st.active[kAgg].increase(1);
   st.segment[kAgg].increase(1);
   st.num_device_alloc += 1;
+  s.reserved_now[block.device].store(st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
 }
 
 size_t reserved_bytes(size_t nbytes) {
@@ -278,13 +285,27 @@ c10::DataPtr allocate_accounted(
   }
   const size_t reserved = reserved_bytes(nbytes);
   State& s = state();
-  {
+  // The capacity is checked before the host memory is taken (a request past it
+  // must raise the core's OOM, not try to map that much), and again with the
+  // memory in hand under the one lock that records it: another thread may
+  // have allocated in between. The early check reads the mirror without the
+  // lock and takes the lock only when the request may not fit.
+  if (C10_UNLIKELY(
+          s.reserved_now[device].load(std::memory_order_relaxed) + static_cast<int64_t>(reserved) >
+          hbm_capacity(device))) {
     std::lock_guard<std::mutex> lock(s.mutex);
     check_capacity_locked(s, nbytes, reserved, device);
   }
   const HostChunk chunk = shared_alloc(nbytes);
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::unique_lock<std::mutex> lock(s.mutex);
+    try {
+      check_capacity_locked(s, nbytes, reserved, device);
+    } catch (...) {
+      lock.unlock();
+      shared_free(chunk);
+      throw;
+    }
     record_block_locked(s, chunk.ptr, Block{nbytes, reserved, device, chunk});
   }
   return {chunk.ptr, chunk.ptr, &free_accounted, ptr_device};
