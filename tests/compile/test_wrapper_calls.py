@@ -83,3 +83,12 @@ def test_extern_kernels_match_eager_and_raise_its_errors():
     alloc = wrapper_calls.empty_strided_neuron((2, 3), (1, 2), torch.bfloat16)
     assert (alloc.device, alloc.shape, alloc.stride(), alloc.dtype) == (
         torch.device("neuron:0"), torch.Size([2, 3]), (1, 2), torch.bfloat16)
+
+
+def test_fusion_thresholds_are_inductors_cpu_values():
+    from torch._inductor import config
+
+    from torch_neuronx.compile.aten_compile import INDUCTOR_PATCHES
+
+    assert INDUCTOR_PATCHES["realize_opcount_threshold"] == config.realize_cpu_opcount_threshold
+    assert INDUCTOR_PATCHES["realize_acc_reads_threshold"] == config.realize_cpu_acc_reads_threshold
