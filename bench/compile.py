@@ -16,7 +16,7 @@ compilation; the device is synchronized around every timed region):
     the decode step itself: ``backend="neuron"`` on neuron, Inductor with ``_compile_all_devices``
     on CPU, ``disable_compile=True`` for eager neuron; the eager prefill is included on all sides).
 
-Ratios: compiled neuron ÷ Inductor CPU (goal ≤ 1.05) and compiled neuron ÷ eager neuron (expect
+Ratios: compiled neuron ÷ Inductor CPU (goal ≤ 1.03) and compiled neuron ÷ eager neuron (expect
 < 1). ``--check`` exits with status 1 when a goal is missed.
 
 Note: attention is ``attn_implementation="eager"`` because SDPA on neuron cannot be traced by
@@ -39,7 +39,7 @@ LLAMA = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden
              attn_implementation="eager", bos_token_id=1, eos_token_id=2, pad_token_id=0)
 BATCH, SEQ = 4, 128
 PROMPT_LEN, NEW_TOKENS = 32, 24
-GOALS = {"neuron/inductor_cpu": 1.05, "neuron/eager_neuron": 1.0}
+GOALS = {"neuron/inductor_cpu": 1.03, "neuron/eager_neuron": 1.0}
 
 
 def sync(device: torch.device) -> None:

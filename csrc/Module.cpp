@@ -3,6 +3,7 @@
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
 // counters, default generators, op counts).
 #include "aten/Alias.h"
+#include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
@@ -87,4 +88,5 @@ PYBIND11_MODULE(_C, m) {
       py::call_guard<py::gil_scoped_release>(),
       "Runs one C++-only backward on the autograd worker thread of each of the first `count` neuron "
       "devices and waits for it, so none of them still holds a Python object (called at exit).");
+  torch_neuronx::bind_compiled_graph(m);
 }

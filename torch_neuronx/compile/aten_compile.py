@@ -33,9 +33,16 @@ from .serialization import deserialize, inductor_cache_dir, serialize
 #: ``layout_optimization`` off: Inductor would make convolution inputs channels-last and then
 #: assert the channels-last output strides its CPU heuristics predict, while PyTorch's fake kernel
 #: for a PrivateUse1 convolution (the ``Overrideable`` backend) predicts contiguous outputs, so
-#: every compiled UNet / VAE / conv stem failed its stride assertion; NHWC buys nothing here.
+#: every compiled UNet / VAE / conv stem failed its stride assertion; NHWC buys nothing here;
+#: ``realize_opcount_threshold`` / ``realize_acc_reads_threshold``: when a pointwise value is
+#: computed into a buffer instead of inlined into its users. Unset, Inductor takes its CPU values
+#: only for ``device.type == "cpu"`` and its GPU values (30 ops, 8 reads) for any other device; set
+#: to the CPU values (``config.realize_cpu_opcount_threshold``, ``realize_cpu_acc_reads_threshold``
+#: of torch 2.13, checked by the tests), ``neuron`` fuses as Inductor does on the CPU.
 INDUCTOR_PATCHES: Final[dict[str, Any]] = {"fx_graph_cache": False, "cuda_backend": "cpp",
-                                           "layout_optimization": False}
+                                           "layout_optimization": False,
+                                           "realize_opcount_threshold": 50,
+                                           "realize_acc_reads_threshold": 12}
 
 
 def graph_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,7 @@ EXTENSION_MODULE: Final = "torch_neuronx._C"
 #: (checked by the tests: a new import must be added here, hashed or explained).
 PACKAGE_DEPENDENCIES: Final[dict[str, str]] = {
     "torch_neuronx._version.__version__": "versions()['torch_neuronx']",
+    "torch_neuronx._C": "code_hash() hashes the extension's shared library (EXTENSION_MODULE)",
     # the estimator only observes: it reads the FX graph and Inductor's fusion decisions while a
     # torch_neuronx.estimate session records, and never changes the code Inductor generates
     "torch_neuronx.estimate.active": "not a dependency: observation only, the generated code is unchanged",

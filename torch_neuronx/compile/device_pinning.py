@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from .. import _C
+
 
 def graph_core(example_inputs: Sequence[Any]) -> int | None:
     """The index of the one NeuronCore the tensor inputs live on; None when there is no
@@ -27,22 +29,23 @@ def on_graph_core(compiled: Callable[..., Any], example_inputs: Sequence[Any]) -
 
     Returns ``compiled`` itself when there is no such core; otherwise a wrapper (keeping
     ``_boxed_call``) that reads the current core once per call and switches only when it
-    differs, restoring it afterwards.
+    differs, restoring it afterwards. It calls the C++ core directly: the index came from a
+    ``neuron`` tensor, so the device set exists and the index is valid.
     """
     index = graph_core(example_inputs)
     if index is None:
         return compiled
-    neuron = torch.neuron  # type: ignore[attr-defined]  # registered by the autoload, unknown to torch's stubs
+    current_device, set_device = _C._current_device, _C._set_device
 
     def run(*args: Any) -> Any:
-        previous = neuron.current_device()
+        previous = current_device()
         if previous == index:
             return compiled(*args)
-        neuron.set_device(index)
+        set_device(index)
         try:
             return compiled(*args)
         finally:
-            neuron.set_device(previous)
+            set_device(previous)
 
     run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
     return run

@@ -4,8 +4,9 @@ The software NeuronCore's device memory is host memory, so the C++ kernels Induc
 generates for the CPU can read and write ``neuron`` tensors directly (they receive raw
 pointers); buffers the generated wrapper allocates are ``neuron`` tensors
 (``empty_strided(..., device='neuron:0')``, accounted per core by our allocator), and
-``extern_kernels.mm/addmm/bmm`` calls take the eager device path (CPU BLAS on zero-copy
-aliases). Outputs therefore stay on ``neuron`` with no copy.
+``extern_kernels.mm/addmm/bmm`` calls run CPU BLAS on zero-copy aliases
+(:mod:`.wrapper_calls`: the wrapper's allocations and matmuls without the eager device path).
+Outputs therefore stay on ``neuron`` with no copy.
 
 Four registrations make Inductor accept the device; without any one of them a compile on
 ``neuron`` fails:
@@ -175,7 +176,9 @@ def _make_op_overrides():
 
 
 def _kernel_call_on_cpu(wrapper_cls: type) -> type:
-    """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu``."""
+    """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu`` and whose ``neuron``
+    buffers are allocated by :func:`~.wrapper_calls.empty_strided_neuron` (the direct allocator
+    Inductor gives ``cpu`` buffers, instead of ``torch.empty_strided(device=...)``)."""
 
     class NeuronKernelCalls(wrapper_cls):
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
@@ -185,6 +188,22 @@ def _kernel_call_on_cpu(wrapper_cls: type) -> type:
             if device.type == DEVICE:
                 device = torch.device("cpu")
             super()._generate_kernel_call_helper(kernel_name, call_args, device=device, **kwargs)
+
+        def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None,
+                            is_pinned=False):
+            from torch._inductor import config as inductor_config
+
+            if device.type != DEVICE or inductor_config.test_configs.track_memory_lifecycle:
+                return super().make_allocation(name, device, dtype, shape, stride,
+                                               allocation_shape, is_pinned)
+            allocation_shape = shape if allocation_shape is None else allocation_shape
+            shape_s = self.codegen_python_shape_tuple(shape)
+            allocation_s = self.codegen_python_shape_tuple(allocation_shape)
+            stride_s = self.codegen_python_shape_tuple(stride)
+            out = f"{name} = empty_strided_neuron({allocation_s}, {stride_s}, {dtype})"
+            if shape_s != allocation_s:
+                out += f".as_strided({shape_s}, {stride_s})"
+            return out
 
     return NeuronKernelCalls
 
@@ -196,7 +215,14 @@ def _make_wrapper_codegen():
         """Wrapper of a subgraph (``torch.compiler.nested_compile_region``, control flow)."""
 
     class NeuronWrapperCodegen(_kernel_call_on_cpu(PythonWrapperCodegen)):  # type: ignore[misc]
-        """Python wrapper whose C++ kernel calls are generated as for ``cpu``."""
+        """Python wrapper whose C++ kernel calls are generated as for ``cpu``, and whose header
+        binds ``extern_kernels`` and ``empty_strided_neuron`` to :mod:`.wrapper_calls`."""
+
+        def write_header(self) -> None:
+            from .wrapper_calls import WRAPPER_IMPORT
+
+            super().write_header()
+            self.header.writeline(WRAPPER_IMPORT)
 
         @staticmethod
         def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):

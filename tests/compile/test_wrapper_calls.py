@@ -1,0 +1,94 @@
+"""The per-run calls of a compiled graph's wrapper (allocations, extern matmuls) without the eager
+device path, and Inductor's CPU choices for small matmuls on ``neuron``: same values as the CPU,
+same op counts and memory accounting as eager, the eager errors for misplaced operands."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_neuronx
+from torch_neuronx.compile import wrapper_calls
+
+
+def _ops() -> dict[str, int]:
+    return dict(torch_neuronx.get_executed_ops())
+
+
+def test_compiled_linear_counts_its_matmul_and_allocation_as_eager():
+    torch.manual_seed(0)
+    x, w, b = torch.randn(8, 16), torch.randn(32, 16), torch.randn(32)
+
+    def f(x, w, b):
+        return torch.nn.functional.linear(x, w, b).relu(), x @ w.t()
+
+    want = f(x, w, b)
+    compiled = torch.compile(f, backend="neuron")
+    nx, nw, nb = x.to("neuron"), w.to("neuron"), b.to("neuron")
+    compiled(nx, nw, nb)                                   # compile
+    torch_neuronx.clear_op_tracking()
+    before = torch.neuron.memory_allocated()
+    got = compiled(nx, nw, nb)
+    ops = _ops()
+    assert ops.get("aten::mm.out", 0) + ops.get("aten::addmm.out", 0) == 2, ops
+    assert ops.get("aten::empty_strided", 0) >= 2, ops   # each output buffer, accounted
+    assert torch.neuron.memory_allocated() - before >= 2 * 8 * 32 * 4
+    for g, w_ in zip(got, want, strict=True):
+        assert g.device == torch.device("neuron:0")
+        torch.testing.assert_close(g.cpu(), w_, rtol=1e-5, atol=1e-5)
+
+
+def test_decode_shaped_attention_is_fused_as_on_cpu():
+    """[B·H, 1, D] @ [B·H, D, L]: Inductor fuses it on the CPU (no BLAS call); so on neuron."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(4, 1, 64), torch.randn(4, 55, 64), torch.randn(4, 55, 64)
+
+    def attend(q, k, v):
+        return torch.softmax(q @ k.transpose(1, 2) / 8.0, dim=-1) @ v
+
+    compiled = torch.compile(attend, backend="neuron")
+    nq, nk, nv = (t.to("neuron") for t in (q, k, v))
+    compiled(nq, nk, nv)
+    torch_neuronx.clear_op_tracking()
+    got = compiled(nq, nk, nv)
+    assert not any(name.startswith("aten::bmm") for name in _ops()), _ops()
+    torch.testing.assert_close(got.cpu(), attend(q, k, v), rtol=1e-5, atol=1e-5)
+    # a bf16 matrix-vector product decomposed the same way stays within bf16 rounding of the CPU
+    qb, kb = q.bfloat16(), k.bfloat16()
+    got_b = torch.compile(lambda a, b: a @ b.transpose(1, 2), backend="neuron")(qb.to("neuron"), kb.to("neuron"))
+    torch.testing.assert_close(got_b.cpu(), qb @ kb.transpose(1, 2), rtol=2e-2, atol=2e-2)
+
+
+def test_extern_kernels_match_eager_and_raise_its_errors():
+    torch.manual_seed(0)
+    a, b, c = torch.randn(3, 5), torch.randn(5, 4), torch.randn(3, 4)
+    na, nb, nc = a.to("neuron"), b.to("neuron"), c.to("neuron")
+    out = torch.empty(3, 4, device="neuron")
+    ek = wrapper_calls.extern_kernels
+    ek.mm(na, nb, out=out)
+    torch.testing.assert_close(out.cpu(), a @ b)
+    ek.addmm(nc, na, nb, alpha=1, beta=1, out=out)
+    torch.testing.assert_close(out.cpu(), c + a @ b)
+    ek.addmm(nc, na, nb, alpha=2, beta=0.5, out=out)            # non-unit scalars: the eager path
+    torch.testing.assert_close(out.cpu(), 0.5 * c + 2 * (a @ b))
+    x, y = torch.randn(2, 3, 5), torch.randn(2, 5, 4)
+    bout = torch.empty(2, 3, 4, device="neuron")
+    ek.bmm(x.to("neuron"), y.to("neuron"), out=bout)
+    torch.testing.assert_close(bout.cpu(), x @ y)
+    ek.baddbmm(bout, x.to("neuron"), y.to("neuron"), out=bout.clone())   # delegated attribute lookups work
+    assert ek.convolution is not None                      # any other kernel is Inductor's
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ek.mm(a, nb, out=out)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ek.mm(na, b, out=out)
+    alloc = wrapper_calls.empty_strided_neuron((2, 3), (1, 2), torch.bfloat16)
+    assert (alloc.device, alloc.shape, alloc.stride(), alloc.dtype) == (
+        torch.device("neuron:0"), torch.Size([2, 3]), (1, 2), torch.bfloat16)
+
+
+def test_fusion_thresholds_are_inductors_cpu_values():
+    from torch._inductor import config
+
+    from torch_neuronx.compile.aten_compile import INDUCTOR_PATCHES
+
+    assert INDUCTOR_PATCHES["realize_opcount_threshold"] == config.realize_cpu_opcount_threshold
+    assert INDUCTOR_PATCHES["realize_acc_reads_threshold"] == config.realize_cpu_acc_reads_threshold

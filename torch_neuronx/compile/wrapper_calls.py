@@ -1,0 +1,53 @@
+"""What the Python wrapper Inductor generates for a ``neuron`` graph calls on each run.
+
+A compiled graph's wrapper allocates its buffers (``empty_strided``) and calls the extern BLAS
+kernels (``extern_kernels.mm / bmm / addmm / baddbmm`` with ``out=``) once per run; a decode step
+of a small Llama does about 40 allocations and 30 matmuls per token. For ``cpu`` Inductor emits a
+direct allocator (``torch._C._dynamo.guards._empty_strided_cpu``); for other devices it emits
+``torch.empty_strided(..., device=...)``, and ``torch.mm(..., out=)`` on ``neuron`` goes through
+the eager device path (Python argument parsing, the dispatcher, the boxed fallback). The C++ core
+provides both directly (``torch_neuronx._C``, ``csrc/aten/CompiledGraph.cpp``):
+
+* :func:`empty_strided_neuron`: an accounted allocation on the current NeuronCore, the same
+  memory and op count (``aten::empty_strided``) as ``torch.empty_strided(device="neuron")``;
+* :data:`extern_kernels`: Inductor's ``extern_kernels`` namespace whose matmuls run the CPU
+  kernel on zero-copy aliases (op counts ``aten::mm.out`` ... as eager); operands on another
+  device, host-only dtypes (fp64) and ``alpha``/``beta`` other than 1 take the eager path, with
+  its errors and warnings. Every other kernel is Inductor's own.
+
+The generated code imports these names (:mod:`.inductor_device` writes the import into the
+wrapper's header and emits ``empty_strided_neuron`` for ``neuron`` buffers), so a graph loaded
+from the compile cache calls them too.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _C
+
+#: ``empty_strided_neuron(size, stride, dtype) -> Tensor``: ``torch.empty_strided(size, stride,
+#: dtype=dtype, device="neuron")`` on the current core (sizes and strides in elements).
+empty_strided_neuron = _C._empty_strided_neuron
+
+
+class NeuronExternKernels:
+    """Inductor's ``torch._inductor.select_algorithm.extern_kernels`` for ``neuron`` graphs:
+    ``mm``, ``bmm``, ``addmm`` and ``baddbmm`` (``out=`` required, as Inductor calls them) from
+    the C++ core; any other name is Inductor's kernel."""
+
+    mm = staticmethod(_C._mm_out)
+    bmm = staticmethod(_C._bmm_out)
+    addmm = staticmethod(_C._addmm_out)
+    baddbmm = staticmethod(_C._baddbmm_out)
+
+    def __getattr__(self, name: str) -> Any:
+        from torch._inductor.select_algorithm import extern_kernels as inductor_kernels
+
+        return getattr(inductor_kernels, name)
+
+
+#: The namespace generated wrappers of ``neuron`` graphs call as ``extern_kernels``.
+extern_kernels = NeuronExternKernels()
+
+#: The import line :mod:`.inductor_device` writes into the header of every ``neuron`` wrapper.
+WRAPPER_IMPORT = "from torch_neuronx.compile.wrapper_calls import empty_strided_neuron, extern_kernels"
