@@ -576,3 +576,18 @@ def test_access_pattern_reinterpreting_a_tile_counts_partitions_in_its_own_eleme
         return o
     a = _rand(16, 1)
     np.testing.assert_array_equal(k(a), a.view(np.uint8).reshape(16, 4))
+
+
+def test_access_pattern_viewing_fp8_bytes_as_x4_counts_partitions_in_x4_elements():
+    # nki-library's MXFP8 output projection views an fp8 [D, S*4] tile as [D, S] float8_e4m3fn_x4
+    @nki.jit(platform_target="trn3")
+    def k(a):
+        t = nl.ndarray((8, 16), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = nl.ndarray((8, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t.ap(pattern=[[4, 8], [1, 2]], offset=1, dtype=nl.float8_e4m3fn_x4))
+        return o
+    import ml_dtypes
+    a = _rand(8, 16).astype(ml_dtypes.float8_e4m3fn)
+    want = np.ascontiguousarray(a).view(np.uint32)[:, 1:3]
+    np.testing.assert_array_equal(np.asarray(k(a)).view(np.uint32).reshape(8, 2), want)

@@ -531,7 +531,7 @@ class NkiTensor(_TileOps):
         ``.ap(dtype=...)``) counts strides and flat indices in its own elements."""
         st = self.storage
         ps = st.pstride
-        if ps and self.dtype != st.dtype and not dtypes.is_packed(st.dtype) and not dtypes.is_packed(self.dtype):
+        if ps and self.dtype != st.dtype:
             sz, vz = dtypes.np_dtype(st.dtype).itemsize, dtypes.np_dtype(self.dtype).itemsize
             if (ps * sz) % vz == 0:
                 ps = ps * sz // vz
