@@ -591,3 +591,28 @@ def test_access_pattern_viewing_fp8_bytes_as_x4_counts_partitions_in_x4_elements
     a = _rand(8, 16).astype(ml_dtypes.float8_e4m3fn)
     want = np.ascontiguousarray(a).view(np.uint32)[:, 1:3]
     np.testing.assert_array_equal(np.asarray(k(a)).view(np.uint32).reshape(8, 2), want)
+
+
+def test_register_load_drives_a_dynamic_loop():
+    # nki-library's dynamic-shape add loads its tile count into a register (register_load on the Sync
+    # engine) and loops over it with nl.dynamic_range
+    @nki.jit
+    def k(a, n):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc(0)
+        nisa.register_load(reg, cnt)
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        for _i in nl.dynamic_range(reg):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        back = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_store(back, reg)
+        r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t)
+        nisa.dma_copy(dst=r, src=back)
+        return o, r
+    o, r = k(np.zeros((4, 8), F32), np.array([[3]], dtype=np.int32))
+    np.testing.assert_array_equal(o, np.full((4, 8), 3.0, F32))
+    assert int(r[0, 0]) == 3
