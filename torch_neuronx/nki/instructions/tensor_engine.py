@@ -240,10 +240,12 @@ def _scale_bytes(ins: Any, t: NkiTensor) -> np.ndarray:
 def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str | None = None) -> NkiInstruction:
     """Quantize a bf16/fp16 tile to MXFP8 (``dst``: float8_e4m3fn_x4 / float8_e5m2_x4) with one E8M0
     scale per 8-partition x 4-element group (``dst_scale``: float8_e8m0fnu or uint8) on the Vector
-    Engine, NeuronCore-v4. Scale ``X = 2 ** (floor(log2(amax)) - (Emax - 1))`` (Emax 8 for e4m3fn, 15
-    for e5m2; ``2**-127`` for an all-zero group): the ``nki.isa.quantize_mx`` page's rule, "a block scale
-    that is two times larger" than the OCP sample conversion (whose ``Emax`` nki-library's goldens use,
-    with tolerances that accept either); values ``src / X`` rounded, saturating.
+    Engine, NeuronCore-v4. Scale ``X = 2 ** (floor(log2(amax)) - Emax)`` (Emax 8 for e4m3fn, 15 for
+    e5m2; ``2**-127`` for an all-zero group), values ``src / X`` rounded, saturating: the OCP rule of
+    nki-library's "golden reference matching nisa.quantize_mx hardware behavior" (``quantize_mx_golden``
+    in ``nkilib/core/utils/mx_torch_common.py``), which its MXFP load test matches bit for bit. The
+    ``nki.isa.quantize_mx`` page (SDK 2.32) instead describes a block scale "two times larger"
+    (``Emax - 1``); with it, that test's data and scales differ everywhere.
 
     Raises:
         err_unsupported_on_target (before v4), err_unsupported_dtype, err_invalid_instruction_argument.
@@ -276,7 +278,7 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
         x = f32(ins.read(src)).reshape(p, f)
         grp = np.abs(x).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))
         with np.errstate(divide="ignore"):
-            e = np.where(grp > 0, np.floor(np.log2(np.where(grp > 0, grp, 1))) - (emax - 1), -127)
+            e = np.where(grp > 0, np.floor(np.log2(np.where(grp > 0, grp, 1))) - emax, -127)
         e = np.clip(e, -127, 127).astype(np.int32)
         scale = np.ldexp(np.float32(1.0), e).astype(np.float32)
         full = np.repeat(np.repeat(scale, 8, axis=0), 4, axis=1)
