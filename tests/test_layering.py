@@ -280,7 +280,7 @@ NKI_LAYERS = [
     ("language", "isa"),                 # the legacy front end (neuronxcc.nki)
     ("launch",),
     ("benchmark",),
-    ("current.language.constants", "current.isa.constants", "current.collectives"),
+    ("current.language.constants", "current.isa.constants", "current.collectives", "current.dtype"),
     ("current.language", "current.isa"),  # the current front end (nki)
     ("current",),
     ("import_hook",),

@@ -16,11 +16,7 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "torch_neuronx"
 
 #: Folders of torch_neuronx whose public functions are not checked yet: {folder: reason}.
-EXEMPT_FOLDERS = {
-    # The NKI simulator mirrors AWS's untyped ``nki`` API and is being rewritten; its annotations
-    # come with that rewrite, which removes this entry.
-    "nki": "annotated by the nki/ rewrite",
-}
+EXEMPT_FOLDERS: dict[str, str] = {}
 
 
 def _public_module(path: pathlib.Path) -> bool:

@@ -63,3 +63,12 @@ def test_neuronxcc_nki_is_the_legacy_front_end(hook):
 def test_a_module_the_package_lacks_is_not_invented(hook):
     with pytest.raises(ModuleNotFoundError, match="nki.no_such_module"):
         import nki.no_such_module  # noqa: F401
+
+
+def test_nki_dtype_is_a_module_of_the_nl_dtypes(hook):
+    # nki-library annotates `dtype: nki.dtype = nl.bfloat16` and its tests `import nki.dtype as nt`
+    import nki
+    import nki.dtype as nt
+    import nki.language as nl
+    assert nki.dtype is nt and nt.float8_e4m3 is nl.float8_e4m3 and nt.bfloat16 is nl.bfloat16
+    assert np.zeros(3, dtype=nt.float8_e4m3).dtype == nl.float8_e4m3

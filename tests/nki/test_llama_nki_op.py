@@ -10,14 +10,14 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
-from transformers.models.llama.modeling_llama import LlamaRMSNorm  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
-import torch_neuronx.nki.current.isa as nisa  # noqa: E402
-import torch_neuronx.nki.current.language as nl  # noqa: E402
-from torch_neuronx import nki_op, wrap_nki  # noqa: E402
-from torch_neuronx.nki import current as nki  # noqa: E402
-from torch_neuronx.nki.torch_op import kernel_cache  # noqa: E402
+import torch_neuronx.nki.current.isa as nisa
+import torch_neuronx.nki.current.language as nl
+from torch_neuronx import nki_op, wrap_nki
+from torch_neuronx.nki import current as nki
+from torch_neuronx.nki.torch_op import kernel_cache
 
 CONFIG = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)

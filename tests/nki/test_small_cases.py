@@ -511,8 +511,8 @@ def test_truth_value_of_an_on_chip_tile_in_the_current_front_end():
 
 
 def test_quantize_mx_scale_is_the_ocp_rule_and_x4_arrays_round_trip():
-    # scale exponent floor(log2(amax)) - Emax (8 for e4m3fn), as in AWS's quantize_mx golden; the x4
-    # data comes back as packed storage that nl.float8_e4m3fn_x4's NumPy dtype views
+    # scale exponent floor(log2(amax)) - Emax (8 for e4m3fn), the OCP rule of AWS's hardware golden in
+    # nki-library; the x4 data comes back as packed storage that nl.float8_e4m3fn_x4's NumPy dtype views
     @nki.jit(platform_target="trn3")
     def k(a):
         x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
@@ -575,3 +575,43 @@ def test_access_pattern_reinterpreting_a_tile_counts_partitions_in_its_own_eleme
         return o
     a = _rand(16, 1)
     np.testing.assert_array_equal(k(a), a.view(np.uint8).reshape(16, 4))
+
+
+def test_access_pattern_viewing_fp8_bytes_as_x4_counts_partitions_in_x4_elements():
+    # nki-library's MXFP8 output projection views an fp8 [D, S*4] tile as [D, S] float8_e4m3fn_x4
+    @nki.jit(platform_target="trn3")
+    def k(a):
+        t = nl.ndarray((8, 16), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = nl.ndarray((8, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t.ap(pattern=[[4, 8], [1, 2]], offset=1, dtype=nl.float8_e4m3fn_x4))
+        return o
+    import ml_dtypes
+    a = _rand(8, 16).astype(ml_dtypes.float8_e4m3fn)
+    want = np.ascontiguousarray(a).view(np.uint32)[:, 1:3]
+    np.testing.assert_array_equal(np.asarray(k(a)).view(np.uint32).reshape(8, 2), want)
+
+
+def test_register_load_drives_a_dynamic_loop():
+    # nki-library's dynamic-shape add loads its tile count into a register (register_load on the Sync
+    # engine) and loops over it with nl.dynamic_range
+    @nki.jit
+    def k(a, n):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc(0)
+        nisa.register_load(reg, cnt)
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        for _i in nl.dynamic_range(reg):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        back = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_store(back, reg)
+        r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t)
+        nisa.dma_copy(dst=r, src=back)
+        return o, r
+    o, r = k(np.zeros((4, 8), F32), np.array([[3]], dtype=np.int32))
+    np.testing.assert_array_equal(o, np.full((4, 8), 3.0, F32))
+    assert int(r[0, 0]) == 3

@@ -51,6 +51,10 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..runtime.platforms import Platform
 
 __all__ = ["ENGINES", "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
            "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "dma_fixed_latency_ns",
@@ -134,18 +138,18 @@ def bn_aggr_cycles(n: int, min_ii: int = 64) -> int:
     return max(min_ii, (13 * n) // 3)
 
 
-def dma_time_ns(nbytes: int, platform) -> float:
+def dma_time_ns(nbytes: int, platform: Platform) -> float:
     """Queue occupancy in ns of a DMA of ``nbytes`` on ``platform`` (a runtime ``Platform`` row) at
     its sustained DMA rate; the fixed latency per transfer is added separately."""
     return nbytes / platform.core.dma.sustained_bytes_per_s * 1e9
 
 
-def dma_fixed_latency_ns(platform) -> float:
+def dma_fixed_latency_ns(platform: Platform) -> float:
     """Fixed latency of one DMA transfer on ``platform``, ns."""
     return platform.core.dma.fixed_latency_s * 1e9
 
 
-def peak_flops(platform, dtype_name: str) -> float:
+def peak_flops(platform: Platform, dtype_name: str) -> float:
     """Dense FLOP/s of ``platform``'s Tensor Engine (one physical core) for input ``dtype_name``;
     dtypes without a published rate (integers) count at the BF16 rate."""
     table = platform.core.tensor.dense_flops
@@ -163,11 +167,11 @@ class Timeline:
         platform: a :class:`torch_neuronx.runtime.platforms.Platform` row.
     """
 
-    def __init__(self, platform):
+    def __init__(self, platform: Platform):
         self.platform = platform
         self.engine_free = {e: 0.0 for e in ENGINES}
-        self.busy_ns = defaultdict(float)
-        self.count = defaultdict(int)
+        self.busy_ns: defaultdict[str, float] = defaultdict(float)
+        self.count: defaultdict[str, int] = defaultdict(int)
         self.by_name: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # name -> [count, busy ns]
         self.makespan_ns = 0.0
         self.flops = 0.0
@@ -175,8 +179,8 @@ class Timeline:
         self.dma_bytes = 0
         self.spilled_bytes = 0      # SBUF bytes per partition spilled to HBM (allocation over capacity)
         self.trace: list = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
-        self._dma_busy = []         # merged busy intervals [start, end] of the DMA bandwidth
-        self._dma_starts = []
+        self._dma_busy: list[list[float]] = []   # merged busy intervals [start, end] of the DMA bandwidth
+        self._dma_starts: list[float] = []
 
     def now(self) -> float:
         """The time at which every engine queue of this core is idle (ns)."""

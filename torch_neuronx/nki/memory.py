@@ -16,7 +16,8 @@ Overflow. PSUM cannot spill: PSUM tiles live at one instruction beyond 16 KiB pe
 ``err_buffer_capacity_exceeded``. A PSUM tile is live from its first instruction access to its last, as
 AWS's compiler allocates it ("the total size of the live data being used by a NKI kernel",
 ``nki/get-started/about/memory-hierarchy-overview.rst``), not while a Python variable still names it: the
-check runs on the recorded live ranges when the kernel returns (:meth:`Allocator.check_psum`). SBUF overflow is *spilled*, as AWS's compiler does (the Mamba
+check runs on the recorded live ranges when the kernel returns (:meth:`Allocator.check_psum`).
+SBUF overflow is *spilled*, as AWS's compiler does (the Mamba
 tutorial shows "qSyncSpillReload0 and qVectorSpillReload0 ... intermediate data spill from SBUF into
 device memory", ``fused_mamba.rst``): the allocation succeeds and the bytes over capacity are charged
 to the cost model as DMA traffic (written out and read back, see :meth:`Allocator.alloc`). One tile
@@ -187,9 +188,9 @@ class Allocator:
                 row) is live at one instruction.
         """
         cap = self.capacity["psum"]
-        events = []
+        events: list[tuple[int, int, Allocation]] = []
         for r in self.psum_records:
-            if r.first is not None:
+            if r.first is not None and r.last is not None:
                 events.append((r.first, 0, r))
                 events.append((r.last, 1, r))
         events.sort(key=lambda e: (e[0], e[1]))

@@ -36,7 +36,6 @@ from .errors import (err_1d_arange_not_supported, err_ambiguous_tensor_truth_val
                      err_dynamic_control_flow_not_supported,
                      err_failed_to_infer_tile_from_local_tensor, err_indirect_indices_free_dim,
                      err_invalid_instruction_argument, err_partition_stride_not_supported,
-                     err_tensor_access_out_of_bound,
                      err_unsupported_mixing_basic_advanced_tensor_indexing)
 from .indexing import DynamicSlice, IndexExpr, is_int
 from .memory import ON_CHIP, Buffer
@@ -532,7 +531,7 @@ class NkiTensor(_TileOps):
         ``.ap(dtype=...)``) counts strides and flat indices in its own elements."""
         st = self.storage
         ps = st.pstride
-        if ps and self.dtype != st.dtype and not dtypes.is_packed(st.dtype) and not dtypes.is_packed(self.dtype):
+        if ps and self.dtype != st.dtype:
             sz, vz = dtypes.np_dtype(st.dtype).itemsize, dtypes.np_dtype(self.dtype).itemsize
             if (ps * sz) % vz == 0:
                 ps = ps * sz // vz

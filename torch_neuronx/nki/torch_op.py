@@ -372,7 +372,7 @@ def _report_to_estimate(kernel: Kernel, args, kwargs, outputs, ran: BenchmarkRes
 register_framework_adapter(_run_with_torch)
 
 
-def wrap_nki(kernel) -> Kernel:
+def wrap_nki(kernel: Any) -> Kernel:
     """``torch_neuronx.wrap_nki(kernel)``: the kernel as a callable on torch tensors.
 
     ``kernel``: an ``nki.jit`` kernel or a plain kernel function. ``wrap_nki(k)[g0, g1](*tensors)``
@@ -418,7 +418,7 @@ def _unalias(result, inputs: list):
 
 
 def nki_op(name: str, fn: Callable | None = None, /, *, mutates_args: Iterable[str] | str = (),
-           device_types: str | Sequence[str] | None = None, schema: str | None = None):
+           device_types: str | Sequence[str] | None = None, schema: str | None = None) -> Any:
     """Decorator: make a typed wrapper that calls NKI kernels a PyTorch custom op.
 
     Args:

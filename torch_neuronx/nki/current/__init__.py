@@ -15,21 +15,11 @@ directly::
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .. import compiler, typing
 from ..benchmark import benchmark, profile
 from ..launch import baremetal, jit_current as jit, simulate
 from ..typing import tensor
-from . import collectives, isa, language
+from . import collectives, dtype, isa, language
 
 __all__ = ["jit", "simulate", "benchmark", "baremetal", "profile", "language", "isa", "collectives", "compiler",
            "typing", "tensor", "dtype"]
-
-
-class dtype:
-    """``nki.dtype``: the type of NKI data types, for annotations (``dtype: nki.dtype = nl.bfloat16``);
-    the values are the ``nl`` dtypes."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("nki.dtype is an annotation; use the nl dtypes (nl.float32, nl.bfloat16, ...)")

@@ -108,7 +108,8 @@ def register_load(dst: VirtualRegister, src: NkiTensor) -> NkiInstruction:
     sim = current()
     if not isinstance(dst, VirtualRegister) or not is_tile(src) or src.size != 1:
         raise err_invalid_instruction_argument("register_load(dst=register, src=a one-element tensor)")
-    with sim.instruction("register_load", "sync", 0) as ins:
+    # the Sync engine's register operations are ordered by their data but not timed (no cost-model term)
+    with sim.instruction("register_load", None, 0) as ins:
         v = ins.read(src, raw=True)
     dst.value = int(np.asarray(dtypes.to_f32(v, src.dtype) if dtypes.is_float(src.dtype) else v).reshape(-1)[0])
     return issue(sim)
@@ -119,7 +120,7 @@ def register_store(dst: NkiTensor, src: VirtualRegister) -> NkiInstruction:
     sim = current()
     if not is_tile(dst) or dst.size != 1 or not isinstance(src, VirtualRegister):
         raise err_invalid_instruction_argument("register_store(dst=a one-element tensor, src=register)")
-    with sim.instruction("register_store", "sync", 0) as ins:
+    with sim.instruction("register_store", None, 0) as ins:
         ins.write(dst, np.asarray(src.get()).reshape(dst.shape))
     return issue(sim)
 

@@ -241,11 +241,11 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
     """Quantize a bf16/fp16 tile to MXFP8 (``dst``: float8_e4m3fn_x4 / float8_e5m2_x4) with one E8M0
     scale per 8-partition x 4-element group (``dst_scale``: float8_e8m0fnu or uint8) on the Vector
     Engine, NeuronCore-v4. Scale ``X = 2 ** (floor(log2(amax)) - Emax)`` (Emax 8 for e4m3fn, 15 for
-    e5m2; ``2**-127`` for an all-zero group); values ``src / X`` rounded, saturating at the type's
-    maximum. This is the OCP MX rule and the golden AWS validates the instruction against
-    (``quantize_mx_golden`` in aws-neuron-sdk ``nki/deep-dives/src/mxfp-matmul/mx_cpu_utils.py`` and in
-    nki-library's tests); the ``nki.isa.quantize_mx`` page writes ``Emax - 1``, which those goldens
-    (a scale one exponent smaller) contradict.
+    e5m2; ``2**-127`` for an all-zero group), values ``src / X`` rounded, saturating: the OCP rule of
+    nki-library's "golden reference matching nisa.quantize_mx hardware behavior" (``quantize_mx_golden``
+    in ``nkilib/core/utils/mx_torch_common.py``), which its MXFP load test matches bit for bit. The
+    ``nki.isa.quantize_mx`` page (SDK 2.32) instead describes a block scale "two times larger"
+    (``Emax - 1``); with it, that test's data and scales differ everywhere.
 
     Raises:
         err_unsupported_on_target (before v4), err_unsupported_dtype, err_invalid_instruction_argument.
