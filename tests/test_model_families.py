@@ -89,9 +89,9 @@ def test_diffusers_class_without_spec_gets_a_generic_one():
 
     init = generic_init(diffusers.WanTransformer3DModel)
     assert init["num_layers"] == 1 and init["num_attention_heads"] == 2 and init["attention_head_dim"] == 32
-    report = diffusers_models.check_entry("WanTransformer3DModel")
+    report = diffusers_models.check_entry("WanTransformer3DModel", checks=("forward", "train"))  # compiled: Flux test
     assert report.params < 200_000
-    for check in ("forward", "compiled", "train"):
+    for check in ("forward", "train"):
         assert report.outcomes[check].status == PASS, report.outcomes[check]
     ok = Report("FluxTransformer2DModel", outcomes={"forward": Outcome(PASS), "compiled": Outcome(PASS),
                                                    "train": Outcome(PASS)})
