@@ -292,6 +292,17 @@ def fix_pixel_shuffle(config: Any) -> None:
         vc.image_size = -(-side // scale) * scale * patch
 
 
+def fix_patch_to_query(config: Any) -> None:
+    """Aria's projector maps a patch count to a query count (``projector_patch_to_query_dict``, keyed by the
+    released tower's counts): keyed by the patch counts of the tiny tower at its own size and at the two
+    sizes Aria's image processor produces (490 and 980 pixels), 16 queries each, in place."""
+    table, vc = _tiny.get_field(config, "projector_patch_to_query_dict"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    if isinstance(table, dict) and isinstance(size, int) and isinstance(patch, int) and patch:
+        config.projector_patch_to_query_dict = {(side // patch) ** 2: 16 for side in (size, 490, 980)}
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
@@ -333,6 +344,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fix_layer_indices(config)
     fix_grid_pinpoints(config)
     fix_pixel_shuffle(config)
+    fix_patch_to_query(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)
