@@ -303,6 +303,19 @@ def fix_patch_to_query(config: Any) -> None:
         config.projector_patch_to_query_dict = {(side // patch) ** 2: 16 for side in (size, 490, 980)}
 
 
+def fix_partial_rope_head_dim(config: Any) -> None:
+    """Multi-head latent attention with a partial rotary factor (Mistral 4: rotary dims = head_dim × factor
+    = qk_rope_head_dim): ``head_dim`` set back to ``qk_rope_head_dim / factor`` after the shrinking set it to
+    the rotary size, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_partial_rope_head_dim(value)
+    rope, rp = _tiny.get_field(config, "qk_rope_head_dim"), getattr(config, "rope_parameters", None)
+    factor = rp.get("partial_rotary_factor") if isinstance(rp, dict) else None
+    if isinstance(rope, int) and isinstance(factor, float) and 0 < factor < 1 and "head_dim" in config.__dict__:
+        config.head_dim = int(rope / factor)
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
@@ -345,6 +358,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fix_grid_pinpoints(config)
     fix_pixel_shuffle(config)
     fix_patch_to_query(config)
+    fix_partial_rope_head_dim(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)
