@@ -316,6 +316,42 @@ def fix_partial_rope_head_dim(config: Any) -> None:
         config.head_dim = int(rope / factor)
 
 
+def _chameleon_name(code: int) -> str:
+    return "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(code)) + "Z"
+
+
+#: Early-fusion models whose image tokens are VQ codes named in a ``vocabulary_map`` (absent from the default
+#: config): the VQ codebook field and each code's token name.
+VQ_VOCABULARY: dict[str, tuple[str, Any]] = {
+    "ChameleonConfig": ("num_embeddings", _chameleon_name),
+    "Emu3Config": ("codebook_size", lambda code: f"<|visual token {code:06d}|>"),
+}
+#: Codebook size of the tiny VQ models; their codes take the ids from 64 up.
+VQ_CODES = 64
+
+
+def fill_vq_vocabulary(config: Any) -> None:
+    """For :data:`VQ_VOCABULARY` configs without a ``vocabulary_map``: a tiny VQ model and codebook
+    (:data:`VQ_CODES` codes, token ids 64…127), ``<image>`` and Emu3's end-of-line token at free reserved
+    ids, in place."""
+    rule = VQ_VOCABULARY.get(type(config).__name__)
+    vq = _tiny.get_field(config, "vq_config")
+    if rule is None or vq is None or getattr(config, "vocabulary_map", None):
+        return
+    field, name = rule
+    setattr(vq, field, VQ_CODES)
+    vq.base_channels, vq.num_res_blocks = 32, 1  # 32: the VQ blocks' group norms have 32 groups
+    vq.latent_channels = min(vq.latent_channels, 64)
+    if "hidden_size" in vq.__dict__:  # Emu3's VQ attention runs on the last stage's channels
+        vq.hidden_size = vq.base_channels * vq.channel_multiplier[-1]
+    vocab = vocab_size(config)
+    table = {name(code): 64 + code for code in range(VQ_CODES)}
+    table["<image>"] = vocab - 1
+    table["<|extra_200|>"] = vocab - 2
+    config.vocabulary_map = table
+    config.image_token_id = vocab - 1
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
@@ -354,6 +390,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
     remap_special_ids(config)
     fill_placeholder_ids(config)
+    fill_vq_vocabulary(config)
     fix_layer_indices(config)
     fix_grid_pinpoints(config)
     fix_pixel_shuffle(config)
