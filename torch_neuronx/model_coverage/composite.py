@@ -283,8 +283,8 @@ def fix_pixel_shuffle(config: Any) -> None:
     tiny tower's patches per side must be a multiple of it. Rounds ``vision_config.image_size`` up to the
     next such size, in place."""
     scale, vc = _tiny.get_field(config, "scale_factor"), _tiny.get_field(config, "vision_config")
-    size = _tiny.get_field(vc, "image_size") if vc is not None else None
-    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    size: Any = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch: Any = _tiny.get_field(vc, "patch_size") if vc is not None else None
     if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (scale, size, patch)):
         return
     side = size // patch
