@@ -352,6 +352,15 @@ def fill_vq_vocabulary(config: Any) -> None:
     config.image_token_id = vocab - 1
 
 
+def fix_audio_output_dim(config: Any) -> None:
+    """An audio tower whose ``output_dim`` is the released text width (Qwen3-ASR, Qwen-Omni style
+    projections into the language model): set to the tiny text model's ``hidden_size``, in place."""
+    audio, text = _tiny.get_field(config, "audio_config"), _tiny.get_field(config, "text_config")
+    hidden = _tiny.get_field(text, "hidden_size") if text is not None else None
+    if audio is not None and isinstance(hidden, int) and isinstance(audio.__dict__.get("output_dim"), int):
+        audio.output_dim = hidden
+
+
 def fix_pooled_image_tokens(config: Any) -> None:
     """Gemma-3 style ``mm_tokens_per_image`` must be (patches per side / k)² for an integer k: set it
     from the tiny vision tower, in place."""
@@ -396,6 +405,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fix_pixel_shuffle(config)
     fix_patch_to_query(config)
     fix_partial_rope_head_dim(config)
+    fix_audio_output_dim(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)

@@ -249,6 +249,8 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
     Raises:
         LookupError: no feature extractor; RuntimeError: no placeholder count matched.
     """
+    import torch
+
     config = model.config
     params = inspect.signature(model.forward).parameters
     features = speech_inputs(model_type, config, seed)
@@ -258,6 +260,11 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
                   if isinstance(v, int) and not isinstance(v, bool)), None)
     if token is None or getattr(config, "is_encoder_decoder", False) or "input_ids" not in params:
         return features
+    mask_name = next((n for n in ("input_features_mask", "feature_attention_mask") if n in params), None)
+    if mask_name and "attention_mask" in features:  # the extractor's frame mask, not the prompt's
+        features[mask_name] = features.pop("attention_mask")
+    elif mask_name and "input_features" in features:  # every frame is real audio
+        features[mask_name] = torch.ones(1, features["input_features"].shape[-1], dtype=torch.long)
     features = {k: v for k, v in features.items() if k in params}
     return with_placeholders(model, model_type, token, features, seed)
 
