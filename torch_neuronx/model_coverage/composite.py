@@ -352,6 +352,17 @@ def fill_vq_vocabulary(config: Any) -> None:
     config.image_token_id = vocab - 1
 
 
+def fix_depthwise_groups(config: Any) -> None:
+    """Mimi-style codecs upsample with a depthwise convolution (``upsample_groups`` = the released
+    ``hidden_size``): set to the tiny ``hidden_size``, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_depthwise_groups(value)
+    hidden = _tiny.get_field(config, "hidden_size")
+    if isinstance(config.__dict__.get("upsample_groups"), int) and isinstance(hidden, int):
+        config.upsample_groups = hidden
+
+
 def fix_audio_output_dim(config: Any) -> None:
     """An audio tower whose ``output_dim`` is the released text width (Qwen3-ASR, Qwen-Omni style
     projections into the language model): set to the tiny text model's ``hidden_size``, in place."""
@@ -406,6 +417,7 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fix_patch_to_query(config)
     fix_partial_rope_head_dim(config)
     fix_audio_output_dim(config)
+    fix_depthwise_groups(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)
