@@ -164,3 +164,14 @@ def test_compiled_failure_equal_to_cpu_inductor_is_listed_apart(monkeypatch):
     assert same.status == CPU_FAIL and "CPU Inductor" in same.reason and same.max_diff == 0.04
     other = generative.against_cpu_inductor(failed, (inductor[0], inductor[1] + 1.0), lambda d: None, {}, 2, 1e-3)
     assert other is failed
+
+    def raises(*a, **k):
+        raise RuntimeError("kernel, /tmp/inductor/3w/c3w.main.cpp:58, index out of bounds: 0 <= tmp24 < 2058L")
+
+    monkeypatch.setattr(generative, "generate", raises)
+    device_err = RuntimeError("kernel, /cache/inductor/3w/c3w.main.cpp:58, index out of bounds: 0 <= tmp24 < 2058L")
+    crashed = Outcome(FAIL, "RuntimeError: kernel ...")
+    listed = generative.against_cpu_inductor(crashed, device_err, lambda d: None, {}, 2, 1e-3)
+    assert listed.status == CPU_FAIL and "raises the same error" in listed.reason
+    other = generative.against_cpu_inductor(crashed, ValueError("x"), lambda d: None, {}, 2, 1e-3)
+    assert other.status == FAIL
