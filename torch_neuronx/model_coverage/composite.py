@@ -283,13 +283,93 @@ def fix_pixel_shuffle(config: Any) -> None:
     tiny tower's patches per side must be a multiple of it. Rounds ``vision_config.image_size`` up to the
     next such size, in place."""
     scale, vc = _tiny.get_field(config, "scale_factor"), _tiny.get_field(config, "vision_config")
-    size = _tiny.get_field(vc, "image_size") if vc is not None else None
-    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    size: Any = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch: Any = _tiny.get_field(vc, "patch_size") if vc is not None else None
     if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (scale, size, patch)):
         return
     side = size // patch
     if side % scale:
         vc.image_size = -(-side // scale) * scale * patch
+
+
+def fix_patch_to_query(config: Any) -> None:
+    """Aria's projector maps a patch count to a query count (``projector_patch_to_query_dict``, keyed by the
+    released tower's counts): keyed by the patch counts of the tiny tower at its own size and at the two
+    sizes Aria's image processor produces (490 and 980 pixels), 16 queries each, in place."""
+    table, vc = _tiny.get_field(config, "projector_patch_to_query_dict"), _tiny.get_field(config, "vision_config")
+    size = _tiny.get_field(vc, "image_size") if vc is not None else None
+    patch = _tiny.get_field(vc, "patch_size") if vc is not None else None
+    if isinstance(table, dict) and isinstance(size, int) and isinstance(patch, int) and patch:
+        config.projector_patch_to_query_dict = {(side // patch) ** 2: 16 for side in (size, 490, 980)}
+
+
+def fix_partial_rope_head_dim(config: Any) -> None:
+    """Multi-head latent attention with a partial rotary factor (Mistral 4: rotary dims = head_dim × factor
+    = qk_rope_head_dim): ``head_dim`` set back to ``qk_rope_head_dim / factor`` after the shrinking set it to
+    the rotary size, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_partial_rope_head_dim(value)
+    rope, rp = _tiny.get_field(config, "qk_rope_head_dim"), getattr(config, "rope_parameters", None)
+    factor = rp.get("partial_rotary_factor") if isinstance(rp, dict) else None
+    if isinstance(rope, int) and isinstance(factor, float) and 0 < factor < 1 and "head_dim" in config.__dict__:
+        config.head_dim = int(rope / factor)
+
+
+def _chameleon_name(code: int) -> str:
+    return "IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(code)) + "Z"
+
+
+#: Early-fusion models whose image tokens are VQ codes named in a ``vocabulary_map`` (absent from the default
+#: config): the VQ codebook field and each code's token name.
+VQ_VOCABULARY: dict[str, tuple[str, Any]] = {
+    "ChameleonConfig": ("num_embeddings", _chameleon_name),
+    "Emu3Config": ("codebook_size", lambda code: f"<|visual token {code:06d}|>"),
+}
+#: Codebook size of the tiny VQ models; their codes take the ids from 64 up.
+VQ_CODES = 64
+
+
+def fill_vq_vocabulary(config: Any) -> None:
+    """For :data:`VQ_VOCABULARY` configs without a ``vocabulary_map``: a tiny VQ model and codebook
+    (:data:`VQ_CODES` codes, token ids 64…127), ``<image>`` and Emu3's end-of-line token at free reserved
+    ids, in place."""
+    rule = VQ_VOCABULARY.get(type(config).__name__)
+    vq = _tiny.get_field(config, "vq_config")
+    if rule is None or vq is None or getattr(config, "vocabulary_map", None):
+        return
+    field, name = rule
+    setattr(vq, field, VQ_CODES)
+    vq.base_channels, vq.num_res_blocks = 32, 1  # 32: the VQ blocks' group norms have 32 groups
+    vq.latent_channels = min(vq.latent_channels, 64)
+    if "hidden_size" in vq.__dict__:  # Emu3's VQ attention runs on the last stage's channels
+        vq.hidden_size = vq.base_channels * vq.channel_multiplier[-1]
+    vocab = vocab_size(config)
+    table = {name(code): 64 + code for code in range(VQ_CODES)}
+    table["<image>"] = vocab - 1
+    table["<|extra_200|>"] = vocab - 2
+    config.vocabulary_map = table
+    config.image_token_id = vocab - 1
+
+
+def fix_depthwise_groups(config: Any) -> None:
+    """Mimi-style codecs upsample with a depthwise convolution (``upsample_groups`` = the released
+    ``hidden_size``): set to the tiny ``hidden_size``, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_depthwise_groups(value)
+    hidden = _tiny.get_field(config, "hidden_size")
+    if isinstance(config.__dict__.get("upsample_groups"), int) and isinstance(hidden, int):
+        config.upsample_groups = hidden
+
+
+def fix_audio_output_dim(config: Any) -> None:
+    """An audio tower whose ``output_dim`` is the released text width (Qwen3-ASR, Qwen-Omni style
+    projections into the language model): set to the tiny text model's ``hidden_size``, in place."""
+    audio, text = _tiny.get_field(config, "audio_config"), _tiny.get_field(config, "text_config")
+    hidden = _tiny.get_field(text, "hidden_size") if text is not None else None
+    if audio is not None and isinstance(hidden, int) and isinstance(audio.__dict__.get("output_dim"), int):
+        audio.output_dim = hidden
 
 
 def fix_pooled_image_tokens(config: Any) -> None:
@@ -330,9 +410,14 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     config = tiny_nested_config(config_class, **EXTRA.get(model_type, {}))
     remap_special_ids(config)
     fill_placeholder_ids(config)
+    fill_vq_vocabulary(config)
     fix_layer_indices(config)
     fix_grid_pinpoints(config)
     fix_pixel_shuffle(config)
+    fix_patch_to_query(config)
+    fix_partial_rope_head_dim(config)
+    fix_audio_output_dim(config)
+    fix_depthwise_groups(config)
     fix_rope_sections(config)
     fix_pooled_image_tokens(config)
     torch.manual_seed(seed)

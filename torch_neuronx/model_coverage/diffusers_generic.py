@@ -3,9 +3,8 @@
 :func:`generic_init` reads the class's ``__init__`` defaults (the released sizes) and scales them down
 by the parameter's name: depths and block counts to 1, heads to 2, head sizes to ≤ 32 (rotary axis
 lists rescaled to the new head size, each axis even), model widths to 64, feed-forward widths to 128,
-text/conditioning widths to 32, per-stage channel lists to start at 32 (a multiple of the 32
-groups some blocks hard-code), group-norm groups to ≤ 8. :data:`MAX_PARAMS` bounds the result
-(counted on the meta device first).
+text/conditioning widths to 32, per-stage channel lists to start at 16, group-norm groups to ≤ 8.
+:data:`MAX_PARAMS` bounds the result (counted on the meta device first).
 Everything else (input channels, patch sizes, flags, vocabularies) keeps the class's default.
 
 :func:`generic_inputs` builds the forward's required inputs from their names (``sample``,
@@ -42,7 +41,7 @@ _ROPE_AXES = re.compile(r"(axes_dims_rope|axes_dim|axes_dims|rope_axes_dim|rope_
 
 HEAD_DIM, WIDTH, FFN, TEXT, HEADS = 32, 64, 128, 32, 2
 #: Largest generic tiny model (parameters): a class whose sizes are not all reachable by name stays big.
-MAX_PARAMS = 4_000_000
+MAX_PARAMS = 12_000_000
 
 #: Main-input layouts tried in order (C: the class's input channels): image, packed tokens, video
 #: (1 and 5 frames: causal video VAEs take 1 + 4k), audio, larger images for deep down-sampling.
@@ -107,10 +106,10 @@ def generic_init(cls: type) -> dict[str, Any]:
         elif _TEXT.search(key) and _int(v):
             out[key] = min(v, TEXT)
         elif _CHANNEL_LIST.search(key) and _int_list(v):
-            factor = max(1, v[0] // 32)
-            out[key] = type(v)(max(32, x // factor) for x in v)
+            factor = max(1, v[0] // 16)
+            out[key] = type(v)(max(16, x // factor) for x in v)
         elif _BASE_CHANNELS.search(key) and _int(v):
-            out[key] = min(v, 32)
+            out[key] = min(v, 16)
         elif _GROUPS.search(key) and _int(v) and v > 8:
             out[key] = 8
         elif key.endswith("dropout") or key.endswith("dropout_prob"):

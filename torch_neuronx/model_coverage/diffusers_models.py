@@ -211,12 +211,19 @@ def tiny_diffusers_model(class_name: str, seed: int = 0) -> Any:
 
 
 def forward(model: Any, inputs: dict[str, Any], grad: bool = False) -> Any:
-    """The first output tensor of ``model(**inputs)`` with the inputs moved to the model's device."""
+    """The first output tensor of ``model(**inputs)`` with the inputs moved to the model's device.
+
+    Raises:
+        TypeError: the forward returned no tensor (Diffusers' ``MotionAdapter`` holds modules only).
+    """
     import torch
 
     device = next(model.parameters()).device
     with torch.set_grad_enabled(grad):
-        return _first_tensor(model(**_to(inputs, device)))
+        out = _first_tensor(model(**_to(inputs, device)))
+    if out is None:
+        raise TypeError(f"{type(model).__name__}.forward returned no tensor (a container of modules, not a model)")
+    return out
 
 
 def _train(model: Any, inputs: dict[str, Any]) -> tuple[float, dict[str, Any]]:

@@ -16,6 +16,7 @@ speech-seq2seq): the same two checks as the causal-LM table, from the family's o
 """
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -52,14 +53,23 @@ def generate(model: Any, inputs: dict[str, Any], new_tokens: int, **kwargs: Any)
     return out.sequences.cpu(), torch.stack([step[0].float().cpu() for step in out.logits])
 
 
-def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any], fresh: Callable[[str], Any],
+_PATHS = re.compile(r"(/[^\s,:]+)+")
+
+
+def _same_error(a: BaseException, b: BaseException) -> bool:
+    """Same exception type and message once file paths (compile caches differ) are removed."""
+    return type(a) is type(b) and _PATHS.sub("<path>", str(a)) == _PATHS.sub("<path>", str(b))
+
+
+def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any] | BaseException, fresh: Callable[[str], Any],
                          inputs: dict[str, Any], new_tokens: int, atol: float) -> Outcome:
     """A compiled check that failed against the CPU's eager static-cache run, judged again against
     PyTorch's own compiler on the CPU: the same static-cache generate compiled by
     ``torch.compile``'s default backend (Inductor) on the CPU. When the device's tokens and logits
-    equal CPU Inductor's (within ``atol``), the difference is Inductor's on every device, not the
-    device's: the outcome becomes "cpu-fail" with both differences as evidence (listed apart, like
-    any CPU failure). Otherwise ``outcome`` stands."""
+    equal CPU Inductor's (within ``atol``) — or the device raised and CPU Inductor raises the same
+    error (``got`` is the device's exception) — the failure is Inductor's on every device, not the
+    device's: the outcome becomes "cpu-fail" with the evidence in its reason (listed apart, like any
+    CPU failure). Otherwise ``outcome`` stands."""
     import torch
     from transformers import CompileConfig
 
@@ -69,10 +79,15 @@ def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any], fresh: Callable
     try:
         ref = generate(fresh("cpu"), inputs, new_tokens, cache_implementation="static", compile_config=config)
     except Exception as err:  # noqa: BLE001 - the original failure stands, with this one noted
+        if isinstance(got, BaseException) and _same_error(got, err):
+            return Outcome(CPU_FAIL, f"CPU Inductor (torch.compile on the CPU) raises the same error: "
+                                     f"{error_reason(err)}")
         return Outcome(FAIL, f"{outcome.reason}; CPU Inductor could not run it either ({error_reason(err)})",
                        outcome.max_diff)
     finally:
         torch._dynamo.reset()
+    if isinstance(got, BaseException):
+        return outcome
     same = compare_generation(ref, got, atol)
     if same.status != PASS:
         return outcome

@@ -113,6 +113,8 @@ def image_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
         out = processor(images=[synthetic_image(seed=seed)], return_tensors="pt", **kw)
     except TypeError:  # a processor that takes none of the geometry keywords
         out = processor(images=[synthetic_image(seed=seed)], return_tensors="pt")
+    if isinstance(out, torch.Tensor):  # IDEFICS's processor returns the pixel tensor itself
+        return {"pixel_values": out}
     return {k: v for k, v in dict(out).items() if isinstance(v, torch.Tensor)}
 
 
@@ -153,6 +155,8 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
         if "qformer_input_ids" in params:  # InstructBLIP: the prompt, tokenized for the Q-Former too
             q = token_ids(ids.shape[1], _tiny.get_field(qformer, "vocab_size") or 256, seed + 2)
             d.update(qformer_input_ids=q, qformer_attention_mask=torch.ones_like(q))
+        if "image_attention_mask" in params and "pixel_values" in pixels:  # IDEFICS: text positions × images
+            d["image_attention_mask"] = torch.ones(1, ids.shape[1], pixels["pixel_values"].shape[1], dtype=torch.long)
         if token is None:
             return d
         if "mm_token_type_ids" in params:
@@ -164,8 +168,9 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
     return with_placeholders(model, model_type, token, pixels, seed, prompt_len, types)
 
 
-#: Model types whose pixel input is a clip, ``[batch, frames, channels, height, width]``, frames fixed.
-VIDEO_FRAMES: dict[str, int] = {"instructblipvideo": 4}
+#: Model types whose pixel input has an images (or frames) axis, ``[batch, n, channels, height, width]``,
+#: and their ``n``: InstructBLIP-Video's clips of 4 frames, IDEFICS's images per sample.
+VIDEO_FRAMES: dict[str, int] = {"instructblipvideo": 4, "idefics": 1}
 
 
 def _video_frames(model_type: str, pixels: dict[str, Any]) -> dict[str, Any]:
@@ -244,6 +249,8 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
     Raises:
         LookupError: no feature extractor; RuntimeError: no placeholder count matched.
     """
+    import torch
+
     config = model.config
     params = inspect.signature(model.forward).parameters
     features = speech_inputs(model_type, config, seed)
@@ -253,6 +260,11 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
                   if isinstance(v, int) and not isinstance(v, bool)), None)
     if token is None or getattr(config, "is_encoder_decoder", False) or "input_ids" not in params:
         return features
+    mask_name = next((n for n in ("input_features_mask", "feature_attention_mask") if n in params), None)
+    if mask_name and "attention_mask" in features:  # the extractor's frame mask, not the prompt's
+        features[mask_name] = features.pop("attention_mask")
+    elif mask_name and "input_features" in features:  # every frame is real audio
+        features[mask_name] = torch.ones(1, features["input_features"].shape[-1], dtype=torch.long)
     features = {k: v for k, v in features.items() if k in params}
     return with_placeholders(model, model_type, token, features, seed)
 
