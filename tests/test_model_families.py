@@ -105,6 +105,21 @@ def test_diffusers_class_without_spec_gets_a_generic_one():
     assert "1 skipped (not counted)" in line and "1 fail on CPU itself" in line
 
 
+def test_generic_vae_forward_uses_the_posterior_mean():
+    """AutoencoderVidTok samples its posterior by default (sample_posterior=True): two CPU runs then
+    differ by ~0.9 and no device could match; the generic inputs ask for the mean, as AutoencoderKL's
+    default does, and neuron then equals the CPU."""
+    import diffusers
+
+    from torch_neuronx.model_coverage.diffusers_generic import generic_init, generic_inputs
+
+    model = diffusers_models.tiny_diffusers_model("AutoencoderVidTok")
+    inputs = generic_inputs(model, generic_init(diffusers.AutoencoderVidTok))
+    assert inputs["sample_posterior"] is False
+    report = diffusers_models.check_entry("AutoencoderVidTok", checks=("forward",))
+    assert report.outcomes["forward"].status == PASS, report.outcomes["forward"]
+
+
 def test_compat_command_runs_two_families(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")

@@ -8,7 +8,8 @@ text/conditioning widths to 32, per-stage channel lists to start at 16, group-no
 Everything else (input channels, patch sizes, flags, vocabularies) keeps the class's default.
 
 :func:`generic_inputs` builds the forward's required inputs from their names (``sample``,
-``hidden_states``, ``timestep``, ``encoder_hidden_states``, position ids, masks...). The layout of the
+``hidden_states``, ``timestep``, ``encoder_hidden_states``, position ids, masks...; ``sample_posterior=False``
+ so a VAE returns its posterior mean, not a random draw). The layout of the
 main input (an image ``[1, C, H, W]``, a packed token sequence ``[1, S, C]``, a video
 ``[1, C, F, H, W]``, audio ``[1, C, T]``) is not written anywhere a program can read, so the
 candidates of :data:`MAIN_SHAPES` are tried in order on the CPU model and the first that runs is
@@ -187,6 +188,10 @@ def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[di
                 d[name] = torch.arange(seq * len(rope)).reshape(seq, len(rope)) % 7
             elif name == "txt_ids" and rope:
                 d[name] = torch.arange(8 * len(rope)).reshape(8, len(rope)) % 7
+            elif name == "sample_posterior":
+                # The posterior's mean, not a draw: a draw differs between two CPU runs and
+                # between generators (AutoencoderVidTok samples by default).
+                d[name] = False
             elif name == "return_dict":
                 continue
             elif name in required:
