@@ -27,6 +27,7 @@
 #include <ATen/ops/as_strided.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -786,6 +787,10 @@ void compile(Kernel& kernel, const std::vector<Live>& live) {
   }
   const auto start = std::chrono::steady_clock::now();
   py::gil_scoped_acquire gil;
+  // Compile and run outside whatever dispatch state the cut happened in (a
+  // flush inside torch.tensor() runs with Python dispatch excluded, which
+  // Inductor's fake tensors refuse).
+  c10::impl::ForceDispatchKeyGuard clean_dispatch(c10::DispatchKeySet(), c10::DispatchKeySet());
   try {
     py::object fn = py::reinterpret_borrow<py::object>(g_compiler)(describe_trace(live));
     kernel.fn = fn.release().ptr();
@@ -811,6 +816,7 @@ bool run_kernel(Kernel& kernel, const std::vector<Live>& live) {
   std::vector<at::Tensor> results;
   {
     py::gil_scoped_acquire gil;
+    c10::impl::ForceDispatchKeyGuard clean_dispatch(c10::DispatchKeySet(), c10::DispatchKeySet());
     try {
       py::list inputs;
       for (const at::Tensor& t : g_trace.ext) {

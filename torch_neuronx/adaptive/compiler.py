@@ -18,9 +18,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch._inductor.config
 import torch.fx
 
 Description = tuple[list[Any], list[Any], list[Any], list[Any]]
+
+#: Inductor settings of merged kernels. One thread: the merged runs of eager ops are small (a decode
+#: step's few hundred ops on vectors), where OpenMP's fork/join costs more than the loops (measured:
+#: 25-40 ms per kernel call on a loaded 2-core machine with OpenMP, well under 1 ms without).
+INDUCTOR_CONFIG: dict[str, Any] = {"cpp.threads": 1}
 
 
 class TraceCompileError(RuntimeError):
@@ -143,14 +149,16 @@ def compile_trace(description: Description) -> Callable[[list[torch.Tensor]], Se
         TraceCompileError: for an op outside the ``aten`` namespace; Inductor's own errors pass
         through (the recorder then runs the trace op by op and never compiles it again).
     """
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx_inner
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
 
     module, examples = build_graph(description)
-    with torch.no_grad():
-        compiled = compile_fx(module, examples)
-
-    def run(args: list[torch.Tensor]) -> Sequence[torch.Tensor]:
-        with torch.no_grad():
-            return compiled(*args)
-
-    return run
+    with torch.no_grad(), torch._inductor.config.patch(INDUCTOR_CONFIG):
+        traced = make_fx(module, decomposition_table=select_decomp_table())(*examples)
+        compiled = compile_fx_inner(traced, examples)
+    # The generated `call(args)` itself (it empties the list it is given; the recorder passes a
+    # fresh one): no AOTAutograd wrapper, no grad-mode handling, as the ops are below autograd.
+    # A graph with nothing to generate comes back as a boxed function taking the same list.
+    call = getattr(compiled, "current_callable", None)
+    return call if call is not None else compiled
