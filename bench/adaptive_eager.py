@@ -13,7 +13,6 @@ metrics, the generated tokens' agreement with CPU, and the counters of the timed
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 

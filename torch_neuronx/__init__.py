@@ -119,7 +119,8 @@ from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
 
-__all__ = ["__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics", "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
+__all__ = ["__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
+           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
            "wrap_nki", *_COMPILE_API]
 
 

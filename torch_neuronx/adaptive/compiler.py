@@ -14,6 +14,8 @@ zero-copy CPU aliases of the device memory.
 from __future__ import annotations
 
 import operator
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -109,6 +111,8 @@ def build_graph(description: Description) -> tuple[torch.fx.GraphModule, list[to
                 values.append(value(arg))
             else:
                 values.append([value(r) for r in arg])
+        if len(values) != len(op._schema.arguments):
+            raise TraceCompileError(f"{name}.{overload}: {len(values)} arguments recorded for {op._schema}")
         fx_args: list[Any] = []
         fx_kwargs: dict[str, Any] = {}
         for schema_arg, arg in zip(op._schema.arguments, values, strict=True):
@@ -128,7 +132,7 @@ def build_graph(description: Description) -> tuple[torch.fx.GraphModule, list[to
 
 
 def _example(sizes: Sequence[int], strides: Sequence[int], dtype: torch.dtype, offset: int) -> torch.Tensor:
-    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides) if s > 0)
+    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True) if s > 0)
     if any(s == 0 for s in sizes):
         span = 0
     base = torch.zeros(offset + span, dtype=dtype)
@@ -154,6 +158,9 @@ def compile_trace(description: Description) -> Callable[[list[torch.Tensor]], Se
     from torch.fx.experimental.proxy_tensor import make_fx
 
     module, examples = build_graph(description)
+    if os.environ.get("TORCH_NEURONX_ADAPTIVE_DEBUG"):
+        print(f"[adaptive eager] compiling {len(description[0])} ops, inputs "
+              f"{[tuple(e.shape) for e in examples]}:\n{module.code}", file=sys.stderr)
     with torch.no_grad(), torch._inductor.config.patch(INDUCTOR_CONFIG):
         traced = make_fx(module, decomposition_table=select_decomp_table())(*examples)
         compiled = compile_fx_inner(traced, examples)
