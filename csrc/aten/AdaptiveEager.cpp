@@ -955,7 +955,18 @@ bool verify(const std::vector<Live>& live) {
 // are kept): kernels passed their first checks and later gave wrong values
 // in a train/eval loop of a tiny Llama (tests/adaptive), cause not found yet.
 // Correct numbers first; this costs the speed the merge is for.
-constexpr int kValidatedRuns = std::numeric_limits<int>::max();
+// TORCH_NEURONX_ADAPTIVE_CHECK_RUNS=N checks only the first N runs of each
+// kernel (for measuring and debugging; results may then be wrong).
+int read_check_runs() {
+  const char* v = std::getenv("TORCH_NEURONX_ADAPTIVE_CHECK_RUNS");
+  if (v == nullptr || *v == '\0') {
+    return std::numeric_limits<int>::max();
+  }
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != nullptr && *end == '\0' && n >= 0 ? static_cast<int>(n) : std::numeric_limits<int>::max();
+}
+const int kValidatedRuns = read_check_runs();
 
 // Op counts (get_executed_ops) of ops that ran inside a kernel, or not at all
 // because nothing used their results; a replay counts through the fallback.
@@ -991,7 +1002,7 @@ void execute_queued(Node* end) {
   if (kernel.fn != nullptr) {
     if (run_kernel(kernel, live)) {
       if (C10_UNLIKELY(g_verify) || kernel.checked < kValidatedRuns) {
-        kernel.checked = std::min(kernel.checked + 1, kValidatedRuns - 1);
+        kernel.checked = std::min(kernel.checked + 1, std::numeric_limits<int>::max() - 1);
         if (!verify(live)) {
           // A kernel that disagrees with op by op is never used again.
           kernel.failed = true;

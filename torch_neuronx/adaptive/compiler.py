@@ -168,4 +168,6 @@ def compile_trace(description: Description) -> Callable[[list[torch.Tensor]], Se
     # fresh one): no AOTAutograd wrapper, no grad-mode handling, as the ops are below autograd.
     # A graph with nothing to generate comes back as a boxed function taking the same list.
     call = getattr(compiled, "current_callable", None)
+    if os.environ.get("TORCH_NEURONX_ADAPTIVE_DEBUG"):
+        print(f"[adaptive eager] generated code:\n{getattr(compiled, 'source_code', '')}", file=sys.stderr)
     return call if call is not None else compiled
