@@ -2,6 +2,7 @@
 // itself calls is registered statically by the other files; this module only
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
 // counters, default generators, op counts).
+#include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
@@ -35,6 +36,7 @@ PYBIND11_MODULE(_C, m) {
     return static_cast<int>(torch_neuronx::check_device(static_cast<c10::DeviceIndex>(index)));
   });
   m.def("_memory_counters", [](int index) {
+    torch_neuronx::adaptive::flush_pending();
     const auto c = torch_neuronx::memory_counters(static_cast<c10::DeviceIndex>(index));
     py::dict d;
     d["allocated"] = c.allocated;
@@ -51,6 +53,7 @@ PYBIND11_MODULE(_C, m) {
     torch_neuronx::set_memory_fraction(static_cast<c10::DeviceIndex>(index), fraction);
   });
   m.def("_memory_allocated", [](int index) {
+    torch_neuronx::adaptive::flush_pending();
     return torch_neuronx::memory_counters(static_cast<c10::DeviceIndex>(index)).allocated;
   });
   m.def("_default_generator", [](int index) {
@@ -63,11 +66,13 @@ PYBIND11_MODULE(_C, m) {
         TORCH_CHECK(
             t.device().type() == torch_neuronx::kNeuron,
             "_cpu_alias expects a neuron tensor, got one on ", t.device());
+        torch_neuronx::adaptive::flush_pending();
         return torch_neuronx::cpu_alias(t);
       },
       "A CPU tensor on the same bytes as a neuron tensor (zero-copy; keeps it alive).");
   m.def("_share_storage_fd", [](const at::Tensor& t) {
     // (fd, nbytes) of the memory file holding t's storage (moved into one if needed).
+    torch_neuronx::adaptive::flush_pending();
     return py::make_tuple(torch_neuronx::share_storage_fd(t.storage()), t.storage().nbytes());
   });
   m.def("_import_shared_storage", [](int fd, size_t nbytes, int index) {
@@ -77,7 +82,10 @@ PYBIND11_MODULE(_C, m) {
     t.set_(storage, 0, {static_cast<int64_t>(nbytes)}, {1});
     return t;
   });
-  m.def("_op_counts", []() { return torch_neuronx::op_counts(); });
+  m.def("_op_counts", []() {
+    torch_neuronx::adaptive::flush_pending();
+    return torch_neuronx::op_counts();
+  });
   m.def("_clear_op_counts", []() { torch_neuronx::clear_op_counts(); });
   m.def(
       "_flush_autograd_device_threads",
@@ -89,4 +97,15 @@ PYBIND11_MODULE(_C, m) {
       "Runs one C++-only backward on the autograd worker thread of each of the first `count` neuron "
       "devices and waits for it, so none of them still holds a Python object (called at exit).");
   torch_neuronx::bind_compiled_graph(m);
+  // Adaptive eager execution (csrc/aten/AdaptiveEager.h; Python side: torch_neuronx.adaptive).
+  m.def("_adaptive_flush", []() { torch_neuronx::adaptive::flush(); });
+  m.def("_adaptive_enabled", []() { return torch_neuronx::adaptive::on(); });
+  m.def("_adaptive_set_enabled", [](bool enabled) { torch_neuronx::adaptive::set_enabled(enabled); });
+  m.def("_adaptive_stats", []() { return torch_neuronx::adaptive::stats(); });
+  m.def("_adaptive_reset_stats", []() { torch_neuronx::adaptive::reset_stats(); });
+  m.def("_adaptive_clear_cache", []() { torch_neuronx::adaptive::clear_cache(); });
+  m.def("_adaptive_set_compiler", [](py::object fn) {
+    torch_neuronx::adaptive::set_compiler(fn.is_none() ? nullptr : fn.ptr());
+  });
+  m.def("_adaptive_last_error", []() { return torch_neuronx::adaptive::last_error(); });
 }

@@ -68,6 +68,12 @@ def _autoload() -> None:
     from .distributed import register as _register_distributed
 
     _register_distributed()
+    # Adaptive eager execution (TORCH_NEURONX_ADAPTIVE_EAGER=1): the kernel compiler for the C++
+    # recorder (Inductor itself loads at the first compile).
+    from . import adaptive as _adaptive
+
+    if _adaptive.read_env():
+        _adaptive.install()
     # The Dynamo backend "neuron" registers itself through the torch_dynamo_backends
     # entry point when first used: nothing of Dynamo or Inductor loads here. Inductor finds the
     # device's code generators on torch.neuron (read only by Inductor, served lazily), and when
@@ -107,12 +113,14 @@ def _on_dynamo_import(module) -> None:
 _autoload()
 
 from .device.max_memory import max_memory  # noqa: E402
+from .adaptive.metrics import get_adaptive_eager_metrics, reset_adaptive_eager_metrics  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
 
-__all__ = ["__version__", "clear_op_tracking", "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
+__all__ = ["__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
+           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
            "wrap_nki", *_COMPILE_API]
 
 
@@ -127,7 +135,7 @@ def __getattr__(name):
         from . import compile as _compile
 
         return getattr(_compile, name)
-    if name in ("nki", "kernels", "compile", "distributed", "estimate"):
+    if name in ("nki", "kernels", "compile", "distributed", "estimate", "adaptive"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

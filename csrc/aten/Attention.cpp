@@ -5,6 +5,7 @@
 // on zero-copy aliases, forward and backward. Grouped-query attention
 // (fewer key/value heads) is handled by expanding K/V and summing their
 // gradients back over each group.
+#include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/Tracking.h"
 #include "runtime/DeviceAllocator.h"
@@ -95,6 +96,7 @@ sdpa_overrideable(
     bool is_causal,
     bool return_debug_mask,
     std::optional<double> scale) {
+  adaptive::flush_pending();
   static const char kName[] = "aten::_scaled_dot_product_fused_attention_overrideable";
   track_op(static_cast<const void*>(kName), kName, false);
   TORCH_CHECK(dropout_p == 0.0, "neuron fused attention: dropout must be 0 (the math path handles dropout)");
@@ -158,6 +160,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
     const at::Tensor& /*philox_seed*/,
     const at::Tensor& /*philox_offset*/,
     std::optional<double> scale) {
+  adaptive::flush_pending();
   static const char kName[] = "aten::_scaled_dot_product_fused_attention_overrideable_backward";
   track_op(static_cast<const void*>(kName), kName, false);
   TORCH_CHECK(

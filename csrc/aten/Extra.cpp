@@ -5,6 +5,7 @@
 // calls it on any device that is not CPU/MPS (integrations/moe.py); the CPU
 // kernel has no integer version, so the counts are taken in float64 on the
 // host alias and returned in the input's dtype, as CUDA returns them.
+#include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/OpPolicy.h"
 #include "aten/Tracking.h"
@@ -26,6 +27,7 @@ at::Tensor histc_cpu_alias(const at::Tensor& self, int64_t bins, const at::Scala
 }
 
 at::Tensor neuron_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  adaptive::flush_pending();
   static const char kName[] = "aten::histc";
   track_op(static_cast<const void*>(kName), kName, is_host_fallback_dtype(self.scalar_type()));
   const c10::DeviceIndex device = check_device(self.device().index());
@@ -43,6 +45,7 @@ at::Tensor& histc_out(
     const at::Scalar& min,
     const at::Scalar& max,
     at::Tensor& out) {
+  adaptive::flush_pending();
   TORCH_CHECK(
       out.device() == self.device(),
       "histc: out is on ", out.device(), " but the input is on ", self.device());

@@ -5,6 +5,7 @@
 // relabelled as accounted device memory). Which ops it also takes over from
 // PyTorch's composite kernels, and which CPU operands it accepts, is decided by
 // the tables in OpPolicy.cpp.
+#include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/OpPolicy.h"
 #include "aten/Tracking.h"
@@ -261,8 +262,11 @@ class Call {
 
 void neuron_fallback(
     const c10::OperatorHandle& op,
-    c10::DispatchKeySet /*keys*/,
+    c10::DispatchKeySet keys,
     torch::jit::Stack* stack) {
+  if (C10_UNLIKELY(adaptive::on()) && adaptive::intercept(op, keys, stack, &neuron_fallback)) {
+    return;
+  }
   const auto& schema = op.schema();
   const auto& arguments = schema.arguments();
   const size_t num_args = arguments.size();

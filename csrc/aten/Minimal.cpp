@@ -2,6 +2,7 @@
 // set): allocation, views, copies, resize, set_, scalar reads, and the
 // convolution entry points that at::_convolution sends unknown devices to.
 // Everything else goes through the boxed fallback (Fallback.cpp).
+#include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/OpPolicy.h"
 #include "aten/Tracking.h"
@@ -144,6 +145,7 @@ at::Tensor view_as_complex(const at::Tensor& self) {
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  adaptive::flush_pending();
   const bool self_neuron = self.device().type() == kNeuron;
   const bool dst_neuron = dst.device().type() == kNeuron;
   TORCH_CHECK(
@@ -177,6 +179,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  adaptive::flush_pending();
   dst.resize_(self.sizes());
   return copy_from(self, dst, false);
 }
@@ -185,6 +188,7 @@ const at::Tensor& resize_(
     const at::Tensor& self,
     c10::IntArrayRef size,
     std::optional<c10::MemoryFormat> memory_format) {
+  adaptive::flush_pending();
   TRACK("aten::resize_");
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
@@ -203,6 +207,7 @@ const at::Tensor& resize_(
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
+  adaptive::flush_pending();
   TRACK("aten::_local_scalar_dense");
   return at::_local_scalar_dense(cpu_alias(self));
 }
@@ -214,6 +219,7 @@ at::Tensor& set_storage(
     c10::IntArrayRef size,
     c10::IntArrayRef stride) {
   TRACK("aten::set_");
+  adaptive::flush_pending();
   at::native::checkSetStorage(result, storage, storage_offset, size, stride);
   std::vector<int64_t> strides;
   if (stride.data() != nullptr) {
@@ -270,6 +276,7 @@ at::Tensor convolution_overrideable(
     bool transposed,
     c10::IntArrayRef output_padding,
     int64_t groups) {
+  adaptive::flush_pending();
   TRACK("aten::convolution_overrideable");
   // at::_convolution sends any tensor set with a neuron tensor here without
   // checking devices: every operand is checked (a CPU weight is an error, as
@@ -304,6 +311,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     c10::IntArrayRef output_padding,
     int64_t groups,
     std::array<bool, 3> output_mask) {
+  adaptive::flush_pending();
   TRACK("aten::convolution_backward_overrideable");
   static const char kOp[] = "aten::convolution_backward_overrideable";
   const c10::DeviceIndex device =
@@ -330,6 +338,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(
     const at::Tensor& input,
     double p,
     std::optional<bool> train) {
+  adaptive::flush_pending();
   // Composite so the mask is drawn by the neuron generator (the CPU kernel
   // would draw from the CPU generator and ignore torch.neuron.manual_seed).
   if (input.numel() == 0 || !train.value_or(true) || p == 0) {

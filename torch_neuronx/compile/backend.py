@@ -28,6 +28,7 @@ Inductor's own caches (FX graph cache, AOTAutograd cache) are off for our compil
 from __future__ import annotations
 
 import copy
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -116,7 +117,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
                                   config_patches=INDUCTOR_PATCHES,
                                   decompositions=decomposition_table(is_training_graph(example_inputs)))
         # Not AOT mode: compile_fx returns a callable (its str / list / Weights results are AOT's).
-        return on_graph_core(cast(Callable[..., Any], compiled), example_inputs)
+        return after_queued_eager_ops(on_graph_core(cast(Callable[..., Any], compiled), example_inputs))
     except NeuronCompileError:
         raise
     except Exception as err:  # noqa: BLE001  (any compile failure: the fallback policy)
@@ -125,6 +126,22 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         return keep.forward
     finally:
         metrics.record_compile_time(time.perf_counter() - t0)
+
+
+def after_queued_eager_ops(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled`` itself, or, with adaptive eager execution on (``TORCH_NEURONX_ADAPTIVE_EAGER=1``),
+    a wrapper (keeping ``_boxed_call``) that first runs the eager ops still queued: a compiled graph
+    reads device memory directly, so their results must exist before it starts."""
+    if os.environ.get("TORCH_NEURONX_ADAPTIVE_EAGER", "0").strip() != "1":
+        return compiled
+    synchronize = torch.neuron.synchronize  # type: ignore[attr-defined]  # registered by the autoload
+
+    def run(*args: Any) -> Any:
+        synchronize()
+        return compiled(*args)
+
+    run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
+    return run
 
 
 __all__ = ["AOTCompileUnsupportedError", "CompileModeWarning", "DynamicShapeError", "NeuronCompileError",

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import torch
 
+from .. import _C
 from .._device_index import DeviceLike, device_index
 
 
@@ -91,9 +92,11 @@ def stream(s: torch.Stream | None) -> Iterator[torch.Stream | None]:
 
 
 def synchronize(device: DeviceLike = None) -> None:
-    """Waits for all work on ``device``: returns at once, as every op already finished.
+    """Waits for all work on ``device``: every op already finished, except those queued by
+    adaptive eager execution (``TORCH_NEURONX_ADAPTIVE_EAGER=1``), which run now.
 
     Raises:
         RuntimeError: for an index that is not a visible device.
     """
     device_index(device)
+    _C._adaptive_flush()

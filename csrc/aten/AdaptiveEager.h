@@ -1,0 +1,69 @@
+// Adaptive Eager Execution (TORCH_NEURONX_ADAPTIVE_EAGER=1, off by default):
+// eager ops on `neuron` are queued instead of run, and each run of queued ops
+// is executed at the next cut as one compiled Inductor kernel, cached by the
+// op sequence, its input metadata, its scalar arguments and which results are
+// still alive. Output metadata comes from a trie of traces seen before (a
+// sequence seen for the first time runs op by op while it is recorded). A
+// kernel that cannot be compiled, or a trace not seen before, runs op by op.
+//
+// Cuts (everything queued is executed first): any op outside the allow-list
+// (in-place ops, RNG, data-dependent shapes, views, CPU operands...), a read
+// of device memory outside the boxed fallback (copies, .item(), kernels of
+// the device's own, _cpu_alias), torch.neuron.synchronize(), a device change,
+// and deterministic mode (torch.use_deterministic_algorithms(True) turns
+// recording off).
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace torch_neuronx {
+namespace adaptive {
+
+using RunFn = void (*)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+
+extern std::atomic<bool> g_enabled;
+extern std::atomic<bool> g_pending;
+
+// True when adaptive eager execution is on (checked first by the fallback).
+inline bool on() {
+  return g_enabled.load(std::memory_order_relaxed);
+}
+
+// Called first by the boxed fallback when on(): true when the op was queued
+// (or recorded while run through `run`) and its results are on the stack;
+// false when the fallback must run it now (everything queued was executed
+// first).
+bool intercept(
+    const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack, RunFn run);
+
+// Executes everything queued (cheap when nothing is). Called before anything
+// reads or writes device memory outside the boxed fallback.
+void flush();
+inline void flush_pending() {
+  if (C10_UNLIKELY(g_pending.load(std::memory_order_acquire))) {
+    flush();
+  }
+}
+
+// Turns recording on or off (off flushes first).
+void set_enabled(bool enabled);
+
+// Counters (name -> value); compile time in nanoseconds.
+std::unordered_map<std::string, int64_t> stats();
+void reset_stats();
+// Forgets every recorded trace and compiled kernel.
+void clear_cache();
+
+// The Python side: compiles a trace description to a callable (installed by
+// torch_neuronx.adaptive), and the text of the last compile error.
+void set_compiler(void* py_callable);
+std::string last_error();
+
+} // namespace adaptive
+} // namespace torch_neuronx

@@ -1,0 +1,186 @@
+"""Adaptive eager execution: merged kernels give the op-by-op values, cuts flush, counters count.
+
+Each test turns it on for itself (``torch_neuronx.adaptive.set_enabled``) with an empty trace cache
+and restores the previous state afterwards, so the file runs the same with or without
+``TORCH_NEURONX_ADAPTIVE_EAGER=1``.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_neuronx
+from torch_neuronx import _C, adaptive
+
+TOL = 1e-6
+
+
+@pytest.fixture
+def on():
+    """Adaptive eager on with no recorded trace; the previous state back afterwards."""
+    previous = adaptive.enabled()
+    adaptive.clear_cache()
+    adaptive.set_enabled(True)
+    adaptive.reset_adaptive_eager_metrics()
+    yield
+    adaptive.set_enabled(previous)
+    adaptive.install()  # the regular compiler, in case a test replaced it
+
+
+def chain(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    y = x @ w
+    y = y * 2 + 1
+    y = torch.nn.functional.silu(y)
+    return (y / y.sum(-1, keepdim=True)).exp()
+
+
+def metrics() -> dict:
+    return dict(torch_neuronx.get_adaptive_eager_metrics())
+
+
+def test_merged_kernel_equals_op_by_op_and_counts_a_hit(on):
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    expected = chain(x, w)
+    dx, dw = x.to("neuron"), w.to("neuron")
+    results = [chain(dx, dw).cpu() for _ in range(3)]  # record, compile on the 2nd end, hit
+    m = metrics()
+    assert m["recorded_ops"] == 7 and m["compiles"] == 1 and m["kernel_hits"] == 2
+    assert m["merged_ops"] == 14 and m["compile_time_s"] > 0
+    for r in results:
+        torch.testing.assert_close(r, expected, atol=TOL, rtol=0)
+
+
+def test_dead_intermediates_are_not_materialized_but_live_ones_are(on):
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 8, device="neuron"), torch.randn(8, 8, device="neuron")
+    for _ in range(3):
+        y = x @ w
+        z = (y * 3).relu()  # y stays alive, the product does not
+        torch.neuron.synchronize()
+    torch.testing.assert_close(y.cpu(), x.cpu() @ w.cpu(), atol=TOL, rtol=0)
+    torch.testing.assert_close(z.cpu(), (x.cpu() @ w.cpu() * 3).relu(), atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("read", ["item", "cpu", "tolist", "print", "synchronize"])
+def test_a_host_read_flushes_the_queued_ops(on, read, capsys):
+    x = torch.arange(6, dtype=torch.float32, device="neuron").reshape(2, 3)
+    for _ in range(2):  # the second pass queues what the first recorded
+        y = ((x + 1) * 2).sum()
+        before = metrics()
+        value = {"item": lambda t: t.item(), "cpu": lambda t: t.cpu().item(), "tolist": lambda t: t.tolist(),
+                 "print": print, "synchronize": lambda t: torch.neuron.synchronize()}[read](y)
+        if read not in ("print", "synchronize"):
+            assert value == 42.0
+        assert metrics()["flushes"] >= before["flushes"] + 1  # printing runs more ops, and cuts more
+        assert y.storage().data_ptr() != 0  # the queued result exists now
+    assert metrics()["queued_ops"] >= 3
+    assert y.item() == 42.0
+
+
+def test_deterministic_mode_turns_queuing_off(on):
+    x = torch.randn(4, 4, device="neuron")
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        for _ in range(3):
+            y = (x * 2 + 1).exp()
+        assert metrics()["queued_ops"] == 0 and metrics()["recorded_ops"] == 0
+        torch.testing.assert_close(y.cpu(), (x.cpu() * 2 + 1).exp(), atol=TOL, rtol=0)
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+def test_in_place_op_on_an_input_cuts_before_it(on):
+    x = torch.ones(5, device="neuron")
+    for _ in range(3):
+        x.fill_(1.0)
+        y = (x * 2) + 3  # queued: reads x
+        x.add_(10)  # in place on the queued op's input: must cut first
+        assert y.cpu().tolist() == [5.0] * 5
+        assert x.cpu().tolist() == [11.0] * 5
+
+
+def test_a_failing_compile_runs_op_by_op_with_the_right_values(on):
+    def refuse(description):
+        raise RuntimeError("refused on purpose")
+
+    _C._adaptive_set_compiler(refuse)
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    results = [chain(x.to("neuron"), w.to("neuron")).cpu() for _ in range(4)]
+    m = metrics()
+    assert m["compile_failures"] == 1 and m["kernel_hits"] == 0 and m["kernel_misses"] == 3
+    assert "refused on purpose" in adaptive.last_compile_error()
+    for r in results:
+        torch.testing.assert_close(r, chain(x, w), atol=TOL, rtol=0)
+
+
+def test_flag_off_queues_nothing():
+    previous = adaptive.enabled()
+    adaptive.set_enabled(False)
+    try:
+        adaptive.reset_adaptive_eager_metrics()
+        x = torch.randn(4, 4, device="neuron")
+        for _ in range(3):
+            (x * 2 + 1).exp()
+        assert metrics()["queued_ops"] == 0 and metrics()["recorded_ops"] == 0
+    finally:
+        adaptive.set_enabled(previous)
+
+
+def test_device_change_cuts(on):
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two visible NeuronCores")
+    a = torch.ones(3, device="neuron:0")
+    b = torch.ones(3, device="neuron:1")
+    for _ in range(3):
+        ya = a * 2 + 1
+        yb = b * 3 + 1
+        assert ya.device.index == 0 and yb.device.index == 1
+        assert ya.cpu().tolist() == [3.0] * 3 and yb.cpu().tolist() == [4.0] * 3
+
+
+def _tiny_llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config)
+
+
+def test_llama_logits_generate_and_training_equal_op_by_op(on):
+    model = _tiny_llama().to("neuron")
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = torch.randint(3, 64, (2, 12), generator=torch.Generator().manual_seed(1)).to("neuron")
+
+    def run_all():
+        model.load_state_dict(state)
+        model.eval()
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits.cpu()
+            tokens = model.generate(input_ids=ids[:1], attention_mask=torch.ones_like(ids[:1]),
+                                    max_new_tokens=6, do_sample=False, pad_token_id=0).cpu()
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(3):
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        return logits, tokens, losses
+
+    adaptive.set_enabled(False)
+    ref_logits, ref_tokens, ref_losses = run_all()
+    adaptive.set_enabled(True)
+    for _ in range(3):  # record, compile, hit
+        logits, tokens, losses = run_all()
+        torch.testing.assert_close(logits, ref_logits, atol=TOL, rtol=0)
+        assert torch.equal(tokens, ref_tokens)
+        assert losses == pytest.approx(ref_losses, abs=TOL, rel=0)
+    m = metrics()
+    assert m["kernel_hits"] > 0 and m["merged_ops"] > 0  # kernels that disagree are dropped (kernel_failures)
