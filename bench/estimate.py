@@ -67,16 +67,22 @@ print("RESULT " + json.dumps({{"value": value, "wall_s": time.perf_counter() - t
 """
 
 
+def _run_fresh(code: str, tag: str, what: str) -> dict:
+    """Runs ``code`` in a fresh interpreter (this checkout first on the path) and returns the JSON of its
+    first stdout line starting with ``tag``; RuntimeError with the end of its stderr when there is none."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    for line in r.stdout.splitlines():
+        if line.startswith(tag + " "):
+            return json.loads(line[len(tag) + 1:])
+    raise RuntimeError(f"{what} failed:\n{r.stderr[-3000:]}")
+
+
 def run_row(row: dict, constants: dict | None = None) -> dict:
     """Runs one measurement's setup in a fresh interpreter; returns its result dict."""
     code = _ROW.format(root=str(ROOT), row=json.dumps(row), constants=json.dumps(constants or {}),
                        tests=str(ROOT / "tests" / "nki"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    for line in r.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    raise RuntimeError(f"{row['id']} failed:\n{r.stderr[-3000:]}")
+    return _run_fresh(code, "RESULT", row["id"])
 
 
 def error(row: dict, value: float) -> float:
@@ -136,12 +142,7 @@ def fit(rows: list) -> dict:
     """Fits the three constants, each on its one measurement (see ``calibration.py``)."""
     chosen = [r for r in rows if r["id"] in _FIT.values()]
     code = _FIT_CODE.format(root=str(ROOT), rows=json.dumps(chosen), fit=json.dumps(_FIT), bounds=json.dumps(_BOUNDS))
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    for line in r.stdout.splitlines():
-        if line.startswith("FIT "):
-            return json.loads(line[4:])
-    raise RuntimeError(f"fit failed:\n{r.stderr[-3000:]}")
+    return _run_fresh(code, "FIT", "fit")
 
 
 def _fmt(v: float, unit: str) -> str:

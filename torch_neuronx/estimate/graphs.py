@@ -60,6 +60,8 @@ class InductorCapture:
             try:
                 nbytes = int(node.get_read_write_buffers_sizes())
             except (AttributeError, NotImplementedError, TypeError):
+                # Inductor cannot size this node (extern or template kernels without a size
+                # formula): it adds a launch to the fusion model but no HBM traffic.
                 nbytes = 0
             kernels.append((kind, origins, nbytes))
         self.kernels = kernels

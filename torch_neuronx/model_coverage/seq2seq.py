@@ -6,16 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from .checks import Check, Report
-from .generative import GENERATIVE_CHECKS, check_generative
+from .generative import GENERATIVE_CHECKS, check_mapping_entry, mapping_entries
 
 CHECKS: tuple[Check, ...] = GENERATIVE_CHECKS
+
+#: The transformers auto mapping this family covers.
+MAPPING = "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES"
 
 
 def entries() -> list[str]:
     """Every model type of ``MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES``, sorted."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
-
-    return sorted(MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
+    return mapping_entries(MAPPING)
 
 
 def text_inputs(model: Any, seed: int = 0, length: int = 8) -> dict[str, Any]:
@@ -36,11 +37,5 @@ def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4,
     Raises:
         KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
     """
-    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
-
-    from .composite import tiny_composite_model
-
-    class_name = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES[model_type]
-    return check_generative(model_type, lambda: tiny_composite_model(model_type, class_name, seed),
-                            lambda model: text_inputs(model, seed),
-                            device=device, new_tokens=new_tokens, atol=atol, checks=checks)
+    return check_mapping_entry(MAPPING, model_type, lambda model, _type, s: text_inputs(model, s), device=device,
+                               new_tokens=new_tokens, atol=atol, checks=checks, seed=seed)

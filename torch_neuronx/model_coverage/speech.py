@@ -5,16 +5,17 @@ type's own feature extractor class (:mod:`.inputs`), eager and compiled static-c
 from __future__ import annotations
 
 from .checks import Check, Report
-from .generative import GENERATIVE_CHECKS, check_generative
+from .generative import GENERATIVE_CHECKS, check_mapping_entry, mapping_entries
 
 CHECKS: tuple[Check, ...] = GENERATIVE_CHECKS
+
+#: The transformers auto mapping this family covers.
+MAPPING = "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES"
 
 
 def entries() -> list[str]:
     """Every model type of ``MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES``, sorted."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
-
-    return sorted(MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
+    return mapping_entries(MAPPING)
 
 
 def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
@@ -24,12 +25,7 @@ def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4,
     Raises:
         KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
     """
-    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
-
-    from .composite import tiny_composite_model
     from .inputs import speech_model_inputs
 
-    class_name = MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type]
-    return check_generative(model_type, lambda: tiny_composite_model(model_type, class_name, seed),
-                            lambda model: speech_model_inputs(model, model_type, seed),
-                            device=device, new_tokens=new_tokens, atol=atol, checks=checks)
+    return check_mapping_entry(MAPPING, model_type, speech_model_inputs, device=device, new_tokens=new_tokens,
+                               atol=atol, checks=checks, seed=seed)
