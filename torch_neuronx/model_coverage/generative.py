@@ -155,33 +155,42 @@ def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Cal
 
 
 
-def mapping_entries(mapping: str) -> list[str]:
-    """Every model type (key) of transformers' auto mapping ``mapping``, a name in
-    ``transformers.models.auto.modeling_auto`` such as ``MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES``, sorted.
 
-    Raises:
-        AttributeError: transformers has no mapping of that name.
-    """
-    from transformers.models.auto import modeling_auto
+class MappingFamily:
+    """A generative family over one transformers auto mapping (``mapping``: a name in
+    ``transformers.models.auto.modeling_auto`` such as ``MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES``): its
+    entries are the mapping's model types, each checked by :func:`check_generative` on the mapping's
+    class, tiny from its own config class (:func:`~.composite.tiny_composite_model`), with inputs from
+    ``make_inputs(model, model_type, seed)``."""
 
-    return sorted(getattr(modeling_auto, mapping))
+    def __init__(self, mapping: str, make_inputs: Callable[[Any, str, int], dict[str, Any]]) -> None:
+        self.mapping = mapping
+        self.make_inputs = make_inputs
 
+    def classes(self) -> dict[str, str]:
+        """The mapping itself: model type -> class name.
 
-def check_mapping_entry(mapping: str, model_type: str, make_inputs: Callable[[Any, str, int], dict[str, Any]], *,
-                        device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
-                        checks: tuple[Check, ...] = GENERATIVE_CHECKS, seed: int = 0) -> Report:
-    """The checks of :func:`check_generative` for ``model_type`` of the auto mapping ``mapping``: the
-    mapping's class, tiny from its own config class (:func:`~.composite.tiny_composite_model`), inputs
-    from ``make_inputs(model, model_type, seed)``.
+        Raises:
+            AttributeError: transformers has no mapping of that name.
+        """
+        from transformers.models.auto import modeling_auto
 
-    Raises:
-        KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
-    """
-    from transformers.models.auto import modeling_auto
+        return dict(getattr(modeling_auto, self.mapping))
 
-    from .composite import tiny_composite_model
+    def entries(self) -> list[str]:
+        """Every model type of the mapping, sorted."""
+        return sorted(self.classes())
 
-    class_name = getattr(modeling_auto, mapping)[model_type]
-    return check_generative(model_type, lambda: tiny_composite_model(model_type, class_name, seed),
-                            lambda model: make_inputs(model, model_type, seed),
-                            device=device, new_tokens=new_tokens, atol=atol, checks=checks)
+    def check_entry(self, model_type: str, *, device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
+                    checks: tuple[Check, ...] = GENERATIVE_CHECKS, seed: int = 0) -> Report:
+        """The :func:`check_generative` checks of one model type (a key of the mapping) on ``device``.
+
+        Raises:
+            KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
+        """
+        from .composite import tiny_composite_model
+
+        class_name = self.classes()[model_type]
+        return check_generative(model_type, lambda: tiny_composite_model(model_type, class_name, seed),
+                                lambda model: self.make_inputs(model, model_type, seed),
+                                device=device, new_tokens=new_tokens, atol=atol, checks=checks)

@@ -4,28 +4,13 @@
 (:mod:`.composite`), pixels through its own image processor class (:mod:`.inputs`)."""
 from __future__ import annotations
 
-from .checks import Check, Report
-from .generative import GENERATIVE_CHECKS, check_mapping_entry, mapping_entries
+from .checks import Check
+from .generative import GENERATIVE_CHECKS, MappingFamily
+from .inputs import image_text_inputs
 
 CHECKS: tuple[Check, ...] = GENERATIVE_CHECKS
 
-#: The transformers auto mapping this family covers.
-MAPPING = "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"
-
-
-def entries() -> list[str]:
-    """Every model type of ``MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES``, sorted."""
-    return mapping_entries(MAPPING)
-
-
-def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
-                checks: tuple[Check, ...] = CHECKS, seed: int = 0) -> Report:
-    """The :mod:`.generative` checks of one model type (a key of the mapping) on ``device``.
-
-    Raises:
-        KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
-    """
-    from .inputs import image_text_inputs
-
-    return check_mapping_entry(MAPPING, model_type, image_text_inputs, device=device, new_tokens=new_tokens,
-                               atol=atol, checks=checks, seed=seed)
+#: The family's ``entries()`` (the mapping's model types) and ``check_entry(model_type, ...)``.
+FAMILY = MappingFamily("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", image_text_inputs)
+entries = FAMILY.entries
+check_entry = FAMILY.check_entry

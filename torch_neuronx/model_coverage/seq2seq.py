@@ -5,18 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import Check, Report
-from .generative import GENERATIVE_CHECKS, check_mapping_entry, mapping_entries
-
-CHECKS: tuple[Check, ...] = GENERATIVE_CHECKS
-
-#: The transformers auto mapping this family covers.
-MAPPING = "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES"
-
-
-def entries() -> list[str]:
-    """Every model type of ``MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES``, sorted."""
-    return mapping_entries(MAPPING)
+from .checks import Check
+from .generative import GENERATIVE_CHECKS, MappingFamily
 
 
 def text_inputs(model: Any, seed: int = 0, length: int = 8) -> dict[str, Any]:
@@ -30,12 +20,14 @@ def text_inputs(model: Any, seed: int = 0, length: int = 8) -> dict[str, Any]:
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
-def check_entry(model_type: str, *, device: str = "neuron", new_tokens: int = 4, atol: float = 1e-3,
-                checks: tuple[Check, ...] = CHECKS, seed: int = 0) -> Report:
-    """The :mod:`.generative` checks of one model type (a key of the mapping) on ``device``.
+def _family_inputs(model: Any, model_type: str, seed: int) -> dict[str, Any]:
+    return text_inputs(model, seed)
 
-    Raises:
-        KeyError: ``model_type`` is not in the mapping. Never for a model's failure (see :class:`Report`).
-    """
-    return check_mapping_entry(MAPPING, model_type, lambda model, _type, s: text_inputs(model, s), device=device,
-                               new_tokens=new_tokens, atol=atol, checks=checks, seed=seed)
+
+CHECKS: tuple[Check, ...] = GENERATIVE_CHECKS
+
+#: The family's ``entries()`` (the mapping's model types) and ``check_entry(model_type, ...)``.
+FAMILY = MappingFamily("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", _family_inputs)
+entries = FAMILY.entries
+check_entry = FAMILY.check_entry
+
