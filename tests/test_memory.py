@@ -140,3 +140,54 @@ def test_freed_memory_goes_back_to_the_host_before_the_process_grows(py):
     assert int(grew) <= 40 - 24 + 2  # not 40: the freed 24 MiB went back first
     assert values == "True True True"
     assert accounted == "True"
+
+
+def test_a_freed_small_block_is_reused_and_accounted_exactly():
+    # A freed small block is kept for the next allocation of its size; while kept it is free
+    # memory for the accounting (allocated and reserved drop at once), and reused it is
+    # accounted again and holds the new values.
+    base = torch.neuron.memory_allocated()
+    base_reserved = torch.neuron.memory_reserved()
+    frees = torch.neuron.memory_stats()["num_device_free"]
+    x = torch.full((250,), 1.0, device="neuron")  # 1000 bytes, 1024 reserved
+    ptr = x.data_ptr()
+    assert torch.neuron.memory_allocated() - base == 1000
+    assert torch.neuron.memory_reserved() - base_reserved == 1024
+    del x
+    assert torch.neuron.memory_allocated() == base
+    assert torch.neuron.memory_reserved() == base_reserved
+    assert torch.neuron.memory_stats()["num_device_free"] == frees + 1
+    y = torch.full((256,), 2.0, device="neuron")  # 1024 bytes: the same reserved size
+    assert y.data_ptr() == ptr
+    assert torch.neuron.memory_allocated() - base == 1024
+    assert torch.equal(y.cpu(), torch.full((256,), 2.0))
+    del y
+    torch.neuron.empty_cache()  # the kept blocks go back to the arena
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_kept_blocks_do_not_move_the_out_of_memory_limit(py):
+    # Kept blocks are not reserved memory: a core that is full raises at its capacity, and a
+    # freed block (kept for reuse) makes room for exactly its size again.
+    r = py("""
+        import torch
+        kib = 64 << 10
+        live = [torch.empty(kib, dtype=torch.uint8, device='neuron') for _ in range(16)]
+        print(torch.neuron.memory_reserved() == 1 << 20)
+        try:
+            torch.empty(64, dtype=torch.uint8, device='neuron')
+        except torch.neuron.OutOfMemoryError:
+            print('OOM')
+        del live[0]
+        live.append(torch.empty(kib, dtype=torch.uint8, device='neuron'))
+        print(torch.neuron.memory_allocated() == 1 << 20)
+        try:
+            torch.empty(64, dtype=torch.uint8, device='neuron')
+        except torch.neuron.OutOfMemoryError:
+            print('OOM')
+        del live[:4]
+        more = [torch.empty(kib // 2, dtype=torch.uint8, device='neuron') for _ in range(8)]
+        print(torch.neuron.memory_allocated() == 1 << 20, torch.neuron.memory_stats()['num_ooms'])
+    """, env={"TORCH_NEURONX_HBM_PER_CORE": "1MiB"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "OOM", "True", "OOM", "True", "2"]

@@ -134,6 +134,9 @@ class Call {
   }
 
   void check_mixed() {
+    if (mixed_argument_.empty()) {
+      return; // (every check below is about a CPU operand)
+    }
     if (mixed_argument_ == "self" && neuron_indices_ && !neuron_operand_ &&
         writes_through_cpu_indices(op_.operator_name())) {
       cpu_result_ = true;

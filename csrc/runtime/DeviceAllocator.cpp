@@ -27,21 +27,40 @@ constexpr size_t kAgg = static_cast<size_t>(StatType::AGGREGATE);
 // (c10::alloc_cpu aligns to 64 bytes).
 constexpr size_t kGranularity = 64;
 constexpr int kMaxDevices = 256;
+// Freed blocks of at most this many bytes are kept for reuse by the next
+// allocation of the same size (see State::reuse), up to kReuseBytes in all.
+constexpr size_t kReuseMaxBlock = size_t(128) << 10;
+constexpr size_t kReuseBytes = size_t(4) << 20;
 
 struct Block {
   size_t nbytes;
   size_t reserved;
   c10::DeviceIndex device;
   HostChunk chunk; // the shared host memory behind it (runtime/SharedArena.h)
+  uint64_t generation = 0; // State::generation when its memory was taken from the arena
+  bool kept = false; // freed and kept for reuse (State::reuse): not device memory
 };
 
 struct State {
   std::mutex mutex;
+  // Live blocks and the freed ones kept for reuse (Block::kept), by pointer.
   ska::flat_hash_map<void*, Block> blocks;
   std::vector<DeviceStats> stats = std::vector<DeviceStats>(kMaxDevices);
   // stats[d].reserved_bytes current, readable without the mutex (written with
   // it held): allocate_accounted's early capacity check.
   std::atomic<int64_t> reserved_now[kMaxDevices] = {};
+  // Freed arena blocks kept for reuse, by reserved size / kGranularity: eager
+  // ops free and allocate the same small sizes over and over (a decode step
+  // runs hundreds of them), and taking a block from here costs a vector pop
+  // under the one lock the accounting takes anyway, where the arena costs its
+  // own lock and a best-fit search in its trees. A kept block is free memory
+  // for the accounting (allocated, reserved, the capacity check): only the
+  // host keeps it. At most kReuseBytes are kept; past that all of them go back
+  // to the arena, as they do on empty_cache() and in a fork child.
+  std::vector<std::vector<void*>> reuse =
+      std::vector<std::vector<void*>>(kReuseMaxBlock / kGranularity + 1);
+  size_t reuse_bytes = 0;
+  uint64_t generation = 0; // +1 in every fork child: older blocks are the parent's memory
 };
 
 State& state() {
@@ -65,31 +84,77 @@ std::string format_bytes(int64_t bytes) {
   return os.str();
 }
 
+// Takes every kept block out of State::reuse and the block table (state
+// mutex held); the caller gives their chunks back to the arena after unlocking.
+std::vector<HostChunk> take_reuse_locked(State& s) {
+  std::vector<HostChunk> chunks;
+  if (s.reuse_bytes == 0) {
+    return chunks;
+  }
+  for (auto& list : s.reuse) {
+    for (void* ptr : list) {
+      auto it = s.blocks.find(ptr);
+      TORCH_INTERNAL_ASSERT(it != s.blocks.end() && it->second.kept);
+      chunks.push_back(it->second.chunk);
+      s.blocks.erase(it);
+    }
+    list.clear();
+  }
+  s.reuse_bytes = 0;
+  return chunks;
+}
+
+void free_chunks(const std::vector<HostChunk>& chunks) {
+  for (const HostChunk& chunk : chunks) {
+    shared_free(chunk);
+  }
+}
+
 void free_accounted(void* ptr) {
   if (ptr == nullptr) {
     return;
   }
   HostChunk chunk;
+  std::vector<HostChunk> flushed;
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.blocks.find(ptr);
-    TORCH_INTERNAL_ASSERT(it != s.blocks.end(), "neuron: freeing unknown pointer");
-    DeviceStats& st = s.stats[it->second.device];
-    st.allocated_bytes[kAgg].decrease(it->second.nbytes);
-    st.requested_bytes[kAgg].decrease(it->second.nbytes);
-    st.active_bytes[kAgg].decrease(it->second.nbytes);
-    st.reserved_bytes[kAgg].decrease(it->second.reserved);
+    TORCH_INTERNAL_ASSERT(
+        it != s.blocks.end() && !it->second.kept, "neuron: freeing unknown pointer");
+    const Block& block = it->second;
+    DeviceStats& st = s.stats[block.device];
+    st.allocated_bytes[kAgg].decrease(block.nbytes);
+    st.requested_bytes[kAgg].decrease(block.nbytes);
+    st.active_bytes[kAgg].decrease(block.nbytes);
+    st.reserved_bytes[kAgg].decrease(block.reserved);
     st.allocation[kAgg].decrease(1);
     st.active[kAgg].decrease(1);
     st.segment[kAgg].decrease(1);
     st.num_device_free += 1;
-    s.reserved_now[it->second.device].store(
+    s.reserved_now[block.device].store(
         st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
-    chunk = it->second.chunk;
-    s.blocks.erase(it);
+    // Kept for reuse: a small block of an arena segment (not an own mapping
+    // or a memory file) that this process took from the arena.
+    if (block.reserved <= kReuseMaxBlock && block.chunk.segment >= 0 && block.chunk.fd < 0 &&
+        block.chunk.size == block.reserved && block.generation == s.generation) {
+      const size_t reserved = block.reserved;
+      if (C10_UNLIKELY(s.reuse_bytes + reserved > kReuseBytes)) {
+        flushed = take_reuse_locked(s); // (this block is not kept yet: it stays)
+        it = s.blocks.find(ptr);
+      }
+      it->second.kept = true;
+      s.reuse[reserved / kGranularity].push_back(ptr);
+      s.reuse_bytes += reserved;
+    } else {
+      chunk = block.chunk;
+      s.blocks.erase(it);
+    }
   }
-  shared_free(chunk);
+  free_chunks(flushed);
+  if (chunk.ptr != nullptr) {
+    shared_free(chunk);
+  }
 }
 
 template <typename Fn>
@@ -122,7 +187,15 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     return true;
   }
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
-    // Nothing is accounted as cached; the host memory the arena keeps for reuse goes back.
+    // Nothing is accounted as cached; the host memory kept for reuse (the freed
+    // blocks of State::reuse, then what the arena keeps) goes back.
+    std::vector<HostChunk> kept;
+    {
+      State& s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      kept = take_reuse_locked(s);
+    }
+    free_chunks(kept);
     shared_arena_release_cached();
   }
   void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
@@ -172,7 +245,8 @@ void routing_raw_delete(void* ptr) {
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    ours = s.blocks.find(ptr) != s.blocks.end();
+    auto it = s.blocks.find(ptr);
+    ours = it != s.blocks.end() && !it->second.kept;
   }
   if (ours) {
     free_accounted(ptr);
@@ -234,8 +308,7 @@ void check_capacity_locked(State& s, size_t nbytes, size_t reserved, c10::Device
 }
 
 // Records a live block accounted to its core (state mutex held).
-void record_block_locked(State& s, void* ptr, const Block& block) {
-  s.blocks.emplace(ptr, block);
+void account_block_locked(State& s, const Block& block) {
   DeviceStats& st = s.stats[block.device];
   st.allocated_bytes[kAgg].increase(block.nbytes);
   st.requested_bytes[kAgg].increase(block.nbytes);
@@ -246,6 +319,13 @@ void record_block_locked(State& s, void* ptr, const Block& block) {
   st.segment[kAgg].increase(1);
   st.num_device_alloc += 1;
   s.reserved_now[block.device].store(st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
+}
+
+// Records a live block taken from the arena (or a memory file) and accounts it
+// to its core (state mutex held).
+void record_block_locked(State& s, void* ptr, Block block) {
+  block.generation = s.generation;
+  account_block_locked(s, s.blocks.emplace(ptr, block).first->second);
 }
 
 size_t reserved_bytes(size_t nbytes) {
@@ -264,8 +344,14 @@ void fork_parent() {
   state().mutex.unlock();
 }
 void fork_child() {
+  State& s = state();
+  // The kept blocks are the parent's memory now: they leave the table and go
+  // back to their (inherited) arena segments, which never hand them out here.
+  const std::vector<HostChunk> kept = take_reuse_locked(s);
+  s.generation += 1;
   shared_arena_fork_child();
-  state().mutex.unlock();
+  free_chunks(kept);
+  s.mutex.unlock();
 }
 
 struct InstallForkHandlers {
@@ -285,6 +371,23 @@ c10::DataPtr allocate_accounted(
   }
   const size_t reserved = reserved_bytes(nbytes);
   State& s = state();
+  if (reserved <= kReuseMaxBlock) {
+    // A kept block of this size (State::reuse), under the lock that accounts it.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    std::vector<void*>& kept = s.reuse[reserved / kGranularity];
+    if (!kept.empty()) {
+      check_capacity_locked(s, nbytes, reserved, device);
+      void* ptr = kept.back();
+      kept.pop_back();
+      s.reuse_bytes -= reserved;
+      Block& block = s.blocks.find(ptr)->second;
+      block.kept = false;
+      block.nbytes = nbytes;
+      block.device = device;
+      account_block_locked(s, block);
+      return {ptr, ptr, &free_accounted, ptr_device};
+    }
+  }
   // The capacity is checked before the host memory is taken (a request past it
   // must raise the core's OOM, not try to map that much), and again with the
   // memory in hand under the one lock that records it: another thread may
@@ -398,7 +501,7 @@ c10::Device device_of_ptr(const void* ptr) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.blocks.find(const_cast<void*>(ptr));
-  if (it == s.blocks.end()) {
+  if (it == s.blocks.end() || it->second.kept) {
     return c10::Device(c10::kCPU);
   }
   return c10::Device(kNeuron, it->second.device);
