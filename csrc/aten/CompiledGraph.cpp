@@ -6,11 +6,17 @@
 // arguments, dispatches to PrivateUse1 and (for the matmuls) goes through the
 // boxed fallback, which inspects the schema and every argument. Here the same
 // work is done directly: accounted allocation on the current NeuronCore, and
-// the CPU kernel on zero-copy aliases of the operands. Observable behaviour is
-// the same as the eager path: memory is accounted to the core, the op counts
+// the CPU kernel (at::cpu::*_out, no dispatcher) on zero-copy aliases of the
+// operands taken from the per-thread alias pool. Observable behaviour is the
+// same as the eager path: memory is accounted to the core, the op counts
 // (get_executed_ops) name the same ATen ops, operands on another device raise
 // the eager device-mismatch error, and host-only dtypes (fp64, complex) and
 // non-unit alpha/beta take the eager path unchanged.
+//
+// The functions are plain CPython vectorcall functions (METH_FASTCALL), not
+// pybind11 ones: a decode step of a small Llama calls them ~60 times per
+// token, and pybind11's argument conversion (keyword matching, a std::vector
+// per int list) cost more than the allocation itself.
 #include "aten/CompiledGraph.h"
 
 #include "aten/Alias.h"
@@ -21,6 +27,20 @@
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/ops/addmm_cpu_dispatch.h>
+#include <ATen/ops/baddbmm_cpu_dispatch.h>
+#include <ATen/ops/bmm_cpu_dispatch.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
+#include <c10/util/SmallVector.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <array>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 namespace torch_neuronx {
 namespace {
@@ -31,21 +51,150 @@ namespace {
     track_op(static_cast<const void*>(kName), kName, false);  \
   } while (0)
 
-at::Tensor empty_strided_neuron(
-    std::vector<int64_t> size,
-    std::vector<int64_t> stride,
-    c10::ScalarType dtype) {
-  TRACK_COMPILED("aten::empty_strided");
-  const c10::DeviceIndex index = current_device();
-  c10::DeviceGuard guard(c10::Device(kNeuron, index));
-  return at::detail::empty_strided_generic(
-      size, stride, neuron_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+// ---- Python arguments --------------------------------------------------------
+
+// Raises Python's TypeError with a printf-formatted message.
+[[noreturn]] void raise_type_error(const char* format, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  throw torch::TypeError(std::string(message));
 }
+
+// Matches positional and keyword arguments of a vectorcall to the parameter
+// names `names` (the first `positional` may be given by position, all by
+// keyword); `slots[i]` is the object for names[i] or nullptr. Raises
+// TypeError (as Python would) for too many positional arguments, an unknown
+// keyword, or a parameter given twice.
+template <size_t N>
+void match_arguments(
+    const char* fn,
+    const std::array<const char*, N>& names,
+    size_t positional,
+    PyObject* const* args,
+    Py_ssize_t nargs,
+    PyObject* kwnames,
+    std::array<PyObject*, N>& slots) {
+  slots.fill(nullptr);
+  if (static_cast<size_t>(nargs) > positional) {
+    raise_type_error(
+        "%s() takes %zu positional arguments but %zd were given", fn, positional, nargs);
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    slots[i] = args[i];
+  }
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    if (key == nullptr) {
+      throw python_error();
+    }
+    size_t i = 0;
+    while (i < N && std::strcmp(key, names[i]) != 0) {
+      ++i;
+    }
+    if (i == N) {
+      raise_type_error("%s() got an unexpected keyword argument '%s'", fn, key);
+    }
+    if (slots[i] != nullptr) {
+      raise_type_error("%s() got multiple values for argument '%s'", fn, key);
+    }
+    slots[i] = args[nargs + k];
+  }
+}
+
+// The tensor in `obj` (alive as long as obj), or TypeError naming the argument.
+const at::Tensor& tensor_argument(PyObject* obj, const char* fn, const char* name) {
+  if (obj == nullptr) {
+    raise_type_error("%s() missing required argument '%s'", fn, name);
+  }
+  if (!THPVariable_Check(obj)) {
+    raise_type_error(
+        "%s(): argument '%s' must be a Tensor, not %s", fn, name, Py_TYPE(obj)->tp_name);
+  }
+  return THPVariable_Unpack(obj);
+}
+
+// A tuple or list of ints (a shape or strides, in elements) into `out`.
+void int_list_argument(
+    PyObject* obj, const char* fn, const char* name, c10::SmallVector<int64_t, 8>& out) {
+  if (obj == nullptr) {
+    raise_type_error("%s() missing required argument '%s'", fn, name);
+  }
+  const bool tuple = PyTuple_Check(obj);
+  if (!tuple && !PyList_Check(obj)) {
+    raise_type_error(
+        "%s(): argument '%s' must be a tuple of ints, not %s", fn, name, Py_TYPE(obj)->tp_name);
+  }
+  const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
+  out.resize(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
+    int64_t value = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
+    if (!PyLong_Check(item)) {
+      PyObject* index = PyNumber_Index(item); // numpy ints and other __index__ types
+      if (index == nullptr) {
+        PyErr_Clear();
+        raise_type_error(
+            "%s(): argument '%s' must be a tuple of ints, but element %zd is %s", fn, name, i,
+            Py_TYPE(item)->tp_name);
+      }
+      value = PyLong_AsLongLong(index);
+      Py_DECREF(index);
+    }
+    if (value == -1 && PyErr_Occurred()) {
+      throw python_error();
+    }
+    out[i] = value;
+  }
+}
+
+// alpha/beta arrive as Python numbers (int or float, as Inductor writes them);
+// only the common alpha == beta == 1 takes the fast path.
+bool is_one(PyObject* x) {
+  if (x == nullptr) {
+    return true; // defaulted
+  }
+  if (PyBool_Check(x)) {
+    return false;
+  }
+  if (PyLong_Check(x)) {
+    int overflow = 0;
+    return PyLong_AsLongLongAndOverflow(x, &overflow) == 1 && overflow == 0;
+  }
+  return PyFloat_Check(x) && PyFloat_AS_DOUBLE(x) == 1.0;
+}
+
+c10::Scalar scalar_argument(PyObject* x, const char* fn, const char* name) {
+  if (x == nullptr) {
+    return c10::Scalar(1);
+  }
+  if (PyBool_Check(x)) {
+    return c10::Scalar(x == Py_True);
+  }
+  if (PyLong_Check(x)) {
+    const int64_t v = PyLong_AsLongLong(x);
+    if (v == -1 && PyErr_Occurred()) {
+      throw python_error();
+    }
+    return c10::Scalar(v);
+  }
+  if (PyFloat_Check(x)) {
+    return c10::Scalar(PyFloat_AS_DOUBLE(x));
+  }
+  raise_type_error(
+      "%s(): argument '%s' must be a number, not %s", fn, name, Py_TYPE(x)->tp_name);
+}
+
+// ---- the work ----------------------------------------------------------------
 
 // True when the eager path must run the op: an operand that is not a neuron
 // tensor on out's core (it raises the eager error there), or a host-only dtype
 // (it is counted and warned as a host fallback there).
-bool needs_eager_path(std::initializer_list<const at::Tensor*> operands, const at::Tensor& out) {
+template <size_t N>
+bool needs_eager_path(const std::array<const at::Tensor*, N>& operands, const at::Tensor& out) {
   if (out.device().type() != kNeuron || is_host_fallback_dtype(out.scalar_type())) {
     return true;
   }
@@ -57,114 +206,198 @@ bool needs_eager_path(std::initializer_list<const at::Tensor*> operands, const a
   return false;
 }
 
-// Runs `kernel(out_alias, aliases...)` on CPU aliases with CPU allocations
-// (workspaces) accounted to out's core, and checks that out kept its memory.
-template <typename Kernel>
-void run_on_aliases(const at::Tensor& out, Kernel&& kernel) {
-  at::Tensor out_alias = cpu_alias(out);
-  const void* before = out_alias.const_data_ptr();
+// Runs `kernel(out_alias, operand_aliases)` on pooled CPU aliases, without the
+// GIL (as torch's own bindings do), with CPU allocations (workspaces) accounted
+// to out's core; checks that out kept its memory; gives the aliases back.
+template <size_t N, typename Kernel>
+void run_on_aliases(
+    const at::Tensor& out, const std::array<const at::Tensor*, N>& operands, Kernel&& kernel) {
+  std::array<c10::Storage, N + 1> storages;
+  std::array<at::Tensor, N + 1> aliases;
+  for (size_t i = 0; i < N; ++i) {
+    storages[i] = pooled_alias_storage(operands[i]->storage());
+    aliases[i] = pooled_cpu_alias(*operands[i], storages[i]);
+  }
+  storages[N] = pooled_alias_storage(out.storage());
+  aliases[N] = pooled_cpu_alias(out, storages[N]);
+  const void* before = aliases[N].const_data_ptr();
   {
     RouteAllocationsTo route(out.device().index());
-    kernel(out_alias);
+    pybind11::gil_scoped_release no_gil;
+    kernel(aliases);
   }
   TORCH_CHECK(
-      out_alias.const_data_ptr() == before && out_alias.sizes() == out.sizes(),
+      aliases[N].const_data_ptr() == before && aliases[N].sizes() == out.sizes(),
       "neuron: a compiled graph's extern kernel resized its preallocated output (sizes ",
-      out.sizes(), " -> ", out_alias.sizes(), "); this is a bug in the compiled graph's buffer plan");
+      out.sizes(), " -> ", aliases[N].sizes(), "); this is a bug in the compiled graph's buffer plan");
+  std::array<at::Tensor*, N + 1> tensor_ptrs;
+  std::array<c10::Storage*, N + 1> storage_ptrs;
+  for (size_t i = 0; i <= N; ++i) {
+    tensor_ptrs[i] = &aliases[i];
+    storage_ptrs[i] = &storages[i];
+  }
+  recycle_aliases(tensor_ptrs, storage_ptrs);
 }
 
-at::Tensor mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor out) {
-  if (needs_eager_path({&self, &mat2}, out)) {
-    return at::mm_out(out, self, mat2);
+// out (the Python object) with a new reference: what torch.mm(..., out=out) returns.
+PyObject* return_out(PyObject* out) {
+  Py_INCREF(out);
+  return out;
+}
+
+// ---- the functions -----------------------------------------------------------
+
+PyObject* empty_strided_neuron(
+    PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_empty_strided_neuron";
+  std::array<PyObject*, 3> slots;
+  match_arguments(kFn, std::array<const char*, 3>{"size", "stride", "dtype"}, 3, args, nargs,
+                  kwnames, slots);
+  c10::SmallVector<int64_t, 8> size, stride;
+  int_list_argument(slots[0], kFn, "size", size);
+  int_list_argument(slots[1], kFn, "stride", stride);
+  if (slots[2] == nullptr || !THPDtype_Check(slots[2])) {
+    raise_type_error(
+        "%s(): argument 'dtype' must be a torch.dtype, not %s", kFn,
+        slots[2] == nullptr ? "nothing" : Py_TYPE(slots[2])->tp_name);
   }
-  at::Tensor a = cpu_alias(self), b = cpu_alias(mat2);
-  run_on_aliases(out, [&](at::Tensor& o) { at::mm_out(o, a, b); });
+  const c10::ScalarType dtype = reinterpret_cast<THPDtype*>(slots[2])->scalar_type;
+  TRACK_COMPILED("aten::empty_strided");
+  // The neuron allocator places memory on the calling thread's current core.
+  return THPVariable_Wrap(at::detail::empty_strided_generic(
+      size, stride, neuron_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype));
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* mm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_mm_out";
+  std::array<PyObject*, 3> s;
+  match_arguments(kFn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
+  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
+  const at::Tensor& mat2 = tensor_argument(s[1], kFn, "mat2");
+  const at::Tensor& out = tensor_argument(s[2], kFn, "out");
+  const std::array<const at::Tensor*, 2> operands{&self, &mat2};
+  if (needs_eager_path(operands, out)) {
+    pybind11::gil_scoped_release no_gil;
+    at::Tensor o = out;
+    at::mm_out(o, self, mat2);
+    return return_out(s[2]);
+  }
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 3>& a) { at::cpu::mm_out(a[2], a[0], a[1]); });
   TRACK_COMPILED("aten::mm.out");
-  return out;
+  return return_out(s[2]);
+  END_HANDLE_TH_ERRORS
 }
 
-at::Tensor bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor out) {
-  if (needs_eager_path({&self, &mat2}, out)) {
-    return at::bmm_out(out, self, mat2);
+PyObject* bmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_bmm_out";
+  std::array<PyObject*, 3> s;
+  match_arguments(kFn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
+  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
+  const at::Tensor& mat2 = tensor_argument(s[1], kFn, "mat2");
+  const at::Tensor& out = tensor_argument(s[2], kFn, "out");
+  const std::array<const at::Tensor*, 2> operands{&self, &mat2};
+  if (needs_eager_path(operands, out)) {
+    pybind11::gil_scoped_release no_gil;
+    at::Tensor o = out;
+    at::bmm_out(o, self, mat2);
+    return return_out(s[2]);
   }
-  at::Tensor a = cpu_alias(self), b = cpu_alias(mat2);
-  run_on_aliases(out, [&](at::Tensor& o) { at::bmm_out(o, a, b); });
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 3>& a) { at::cpu::bmm_out(a[2], a[0], a[1]); });
   TRACK_COMPILED("aten::bmm.out");
-  return out;
+  return return_out(s[2]);
+  END_HANDLE_TH_ERRORS
 }
 
-// alpha/beta arrive as Python objects (int or float, as Inductor writes them);
-// only the common alpha == beta == 1 takes the fast path.
-bool is_one(const pybind11::object& x) {
-  if (pybind11::isinstance<pybind11::bool_>(x)) {
-    return false;
+PyObject* addmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_addmm_out";
+  std::array<PyObject*, 6> s;
+  match_arguments(kFn, std::array<const char*, 6>{"self", "mat1", "mat2", "beta", "alpha", "out"}, 3,
+                  args, nargs, kwnames, s);
+  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
+  const at::Tensor& mat1 = tensor_argument(s[1], kFn, "mat1");
+  const at::Tensor& mat2 = tensor_argument(s[2], kFn, "mat2");
+  const at::Tensor& out = tensor_argument(s[5], kFn, "out");
+  const std::array<const at::Tensor*, 3> operands{&self, &mat1, &mat2};
+  if (!is_one(s[3]) || !is_one(s[4]) || needs_eager_path(operands, out)) {
+    const c10::Scalar beta = scalar_argument(s[3], kFn, "beta");
+    const c10::Scalar alpha = scalar_argument(s[4], kFn, "alpha");
+    pybind11::gil_scoped_release no_gil;
+    at::Tensor o = out;
+    at::addmm_out(o, self, mat1, mat2, beta, alpha);
+    return return_out(s[5]);
   }
-  if (pybind11::isinstance<pybind11::int_>(x) || pybind11::isinstance<pybind11::float_>(x)) {
-    return x.cast<double>() == 1.0;
-  }
-  return false;
-}
-
-c10::Scalar to_scalar(const pybind11::object& x) {
-  if (pybind11::isinstance<pybind11::bool_>(x)) {
-    return c10::Scalar(x.cast<bool>());
-  }
-  if (pybind11::isinstance<pybind11::int_>(x)) {
-    return c10::Scalar(x.cast<int64_t>());
-  }
-  return c10::Scalar(x.cast<double>());
-}
-
-at::Tensor addmm_out(
-    const at::Tensor& self,
-    const at::Tensor& mat1,
-    const at::Tensor& mat2,
-    const pybind11::object& beta,
-    const pybind11::object& alpha,
-    at::Tensor out) {
-  if (!is_one(alpha) || !is_one(beta) || needs_eager_path({&self, &mat1, &mat2}, out)) {
-    return at::addmm_out(out, self, mat1, mat2, to_scalar(beta), to_scalar(alpha));
-  }
-  at::Tensor s = cpu_alias(self), a = cpu_alias(mat1), b = cpu_alias(mat2);
-  run_on_aliases(out, [&](at::Tensor& o) { at::addmm_out(o, s, a, b); });
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) {
+    at::cpu::addmm_out(a[3], a[0], a[1], a[2]);
+  });
   TRACK_COMPILED("aten::addmm.out");
-  return out;
+  return return_out(s[5]);
+  END_HANDLE_TH_ERRORS
 }
 
-at::Tensor baddbmm_out(
-    const at::Tensor& self,
-    const at::Tensor& batch1,
-    const at::Tensor& batch2,
-    const pybind11::object& beta,
-    const pybind11::object& alpha,
-    at::Tensor out) {
-  if (!is_one(alpha) || !is_one(beta) || needs_eager_path({&self, &batch1, &batch2}, out)) {
-    return at::baddbmm_out(out, self, batch1, batch2, to_scalar(beta), to_scalar(alpha));
+PyObject* baddbmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_baddbmm_out";
+  std::array<PyObject*, 6> s;
+  match_arguments(kFn, std::array<const char*, 6>{"self", "batch1", "batch2", "beta", "alpha", "out"},
+                  3, args, nargs, kwnames, s);
+  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
+  const at::Tensor& batch1 = tensor_argument(s[1], kFn, "batch1");
+  const at::Tensor& batch2 = tensor_argument(s[2], kFn, "batch2");
+  const at::Tensor& out = tensor_argument(s[5], kFn, "out");
+  const std::array<const at::Tensor*, 3> operands{&self, &batch1, &batch2};
+  if (!is_one(s[3]) || !is_one(s[4]) || needs_eager_path(operands, out)) {
+    const c10::Scalar beta = scalar_argument(s[3], kFn, "beta");
+    const c10::Scalar alpha = scalar_argument(s[4], kFn, "alpha");
+    pybind11::gil_scoped_release no_gil;
+    at::Tensor o = out;
+    at::baddbmm_out(o, self, batch1, batch2, beta, alpha);
+    return return_out(s[5]);
   }
-  at::Tensor s = cpu_alias(self), a = cpu_alias(batch1), b = cpu_alias(batch2);
-  run_on_aliases(out, [&](at::Tensor& o) { at::baddbmm_out(o, s, a, b); });
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) {
+    at::cpu::baddbmm_out(a[3], a[0], a[1], a[2]);
+  });
   TRACK_COMPILED("aten::baddbmm.out");
-  return out;
+  return return_out(s[5]);
+  END_HANDLE_TH_ERRORS
 }
+
+#define FASTCALL(FN) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FN))
+
+PyMethodDef g_methods[] = {
+    {"_empty_strided_neuron", FASTCALL(empty_strided_neuron), METH_FASTCALL | METH_KEYWORDS,
+     "_empty_strided_neuron(size, stride, dtype) -> Tensor: torch.empty_strided(size, stride, "
+     "dtype=dtype, device='neuron') on the current core (accounted), for compiled graphs' buffers."},
+    {"_mm_out", FASTCALL(mm_out), METH_FASTCALL | METH_KEYWORDS,
+     "_mm_out(self, mat2, *, out) -> out: torch.mm(self, mat2, out=out) for neuron tensors of a "
+     "compiled graph."},
+    {"_bmm_out", FASTCALL(bmm_out), METH_FASTCALL | METH_KEYWORDS,
+     "_bmm_out(self, mat2, *, out) -> out: torch.bmm(self, mat2, out=out) for neuron tensors of a "
+     "compiled graph."},
+    {"_addmm_out", FASTCALL(addmm_out), METH_FASTCALL | METH_KEYWORDS,
+     "_addmm_out(self, mat1, mat2, *, beta=1, alpha=1, out) -> out: torch.addmm(self, mat1, mat2, "
+     "beta=beta, alpha=alpha, out=out) for a compiled graph."},
+    {"_baddbmm_out", FASTCALL(baddbmm_out), METH_FASTCALL | METH_KEYWORDS,
+     "_baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out) -> out: torch.baddbmm(self, "
+     "batch1, batch2, beta=beta, alpha=alpha, out=out) for a compiled graph."},
+};
+
+#undef FASTCALL
 
 } // namespace
 
 void bind_compiled_graph(pybind11::module& m) {
-  namespace py = pybind11;
-  m.def("_empty_strided_neuron", &empty_strided_neuron, py::arg("size"), py::arg("stride"),
-        py::arg("dtype"),
-        "torch.empty_strided(size, stride, dtype=dtype, device='neuron') on the current core "
-        "(accounted), for compiled graphs' buffers.");
-  m.def("_mm_out", &mm_out, py::arg("self"), py::arg("mat2"), py::kw_only(), py::arg("out"),
-        "torch.mm(self, mat2, out=out) for neuron tensors of a compiled graph.");
-  m.def("_bmm_out", &bmm_out, py::arg("self"), py::arg("mat2"), py::kw_only(), py::arg("out"),
-        "torch.bmm(self, mat2, out=out) for neuron tensors of a compiled graph.");
-  m.def("_addmm_out", &addmm_out, py::arg("self"), py::arg("mat1"), py::arg("mat2"),
-        py::kw_only(), py::arg("beta") = 1, py::arg("alpha") = 1, py::arg("out"),
-        "torch.addmm(self, mat1, mat2, beta=beta, alpha=alpha, out=out) for a compiled graph.");
-  m.def("_baddbmm_out", &baddbmm_out, py::arg("self"), py::arg("batch1"), py::arg("batch2"),
-        py::kw_only(), py::arg("beta") = 1, py::arg("alpha") = 1, py::arg("out"),
-        "torch.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha, out=out) for a compiled graph.");
+  for (PyMethodDef& def : g_methods) {
+    PyObject* fn = PyCFunction_NewEx(&def, nullptr, m.attr("__name__").ptr());
+    if (fn == nullptr) {
+      throw pybind11::error_already_set();
+    }
+    m.attr(def.ml_name) = pybind11::reinterpret_steal<pybind11::object>(fn);
+  }
 }
 
 } // namespace torch_neuronx

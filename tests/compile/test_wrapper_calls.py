@@ -92,3 +92,22 @@ def test_fusion_thresholds_are_inductors_cpu_values():
 
     assert INDUCTOR_PATCHES["realize_opcount_threshold"] == config.realize_cpu_opcount_threshold
     assert INDUCTOR_PATCHES["realize_acc_reads_threshold"] == config.realize_cpu_acc_reads_threshold
+
+
+def test_wrapper_calls_reject_bad_arguments_like_python():
+    a, b = torch.randn(3, 5, device="neuron"), torch.randn(5, 4, device="neuron")
+    out = torch.empty(3, 4, device="neuron")
+    ek = wrapper_calls.extern_kernels
+    assert ek.mm(a, b, out=out) is out                          # returns out itself, as torch.mm(out=)
+    with pytest.raises(TypeError, match="missing required argument 'out'"):
+        ek.mm(a, b)
+    with pytest.raises(TypeError, match="argument 'mat2' must be a Tensor"):
+        ek.mm(a, 3, out=out)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bias'"):
+        ek.addmm(out, a, b, bias=1, out=out)
+    with pytest.raises(TypeError, match="takes 2 positional arguments"):
+        ek.mm(a, b, out)
+    with pytest.raises(TypeError, match="'size' must be a tuple of ints"):
+        wrapper_calls.empty_strided_neuron((2, "x"), (1, 1), torch.float32)
+    with pytest.raises(TypeError, match="'dtype' must be a torch.dtype"):
+        wrapper_calls.empty_strided_neuron((2,), (1,), 5)
