@@ -101,6 +101,22 @@ def test_in_place_op_on_an_input_cuts_before_it(on):
         assert x.cpu().tolist() == [11.0] * 5
 
 
+def test_ops_on_unrelated_tensors_run_without_cutting_the_merge(on):
+    x = torch.arange(6, dtype=torch.float32, device="neuron")
+    other = torch.ones(4, device="neuron")
+    for _ in range(3):
+        y = (x * 2 + 1).exp()
+        before = metrics()
+        r = torch.arange(5, device="neuron")  # a factory: touches nothing queued
+        other.mul_(2)  # in place, but on a tensor no queued op reads
+        assert metrics()["flushes"] == before["flushes"]
+        y = (y * 3).log()
+        torch.testing.assert_close(y.cpu(), torch.log((torch.arange(6.0) * 2 + 1).exp() * 3), atol=TOL, rtol=0)
+        assert r.cpu().tolist() == [0, 1, 2, 3, 4]
+    assert other.cpu().tolist() == [8.0] * 4
+    assert metrics()["kernel_hits"] >= 1
+
+
 def test_a_failing_compile_runs_op_by_op_with_the_right_values(on):
     def refuse(description):
         raise RuntimeError("refused on purpose")
