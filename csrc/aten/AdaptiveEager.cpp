@@ -164,6 +164,7 @@ struct Trace {
   std::vector<Queued> ops;
   std::vector<at::Tensor> ext;
   std::unordered_map<const c10::TensorImpl*, int> ext_index;
+  std::unordered_set<const c10::StorageImpl*> ext_storages;  // read by queued ops
   std::vector<Ref> refs;
   std::unordered_map<const c10::StorageImpl*, std::pair<int, int>> produced;
   // Weak references keep the addresses of produced storages from being reused
@@ -311,10 +312,40 @@ void push_meta(std::vector<int64_t>& sig, const at::Tensor& t) {
   }
 }
 
-// Views of queued results inside a trace (as_strided in the kernel's graph):
-// off by default, as kernels of traces with such views gave wrong values in
-// testing (TORCH_NEURONX_ADAPTIVE_VIEWS=1 turns them on, for debugging).
-const bool g_views = std::getenv("TORCH_NEURONX_ADAPTIVE_VIEWS") != nullptr;
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, "0") == 0;
+}
+
+// Views of queued results inside a trace (as_strided in the kernel's graph)
+// and operands requiring grad are queued; TORCH_NEURONX_ADAPTIVE_VIEWS=0 and
+// TORCH_NEURONX_ADAPTIVE_GRAD=0 cut at them instead (for debugging).
+const bool g_views = !env_off("TORCH_NEURONX_ADAPTIVE_VIEWS");
+const bool g_grad = !env_off("TORCH_NEURONX_ADAPTIVE_GRAD");
+
+// Inductor assumes that an input whose example was aligned to this many bytes
+// is aligned at every call (it copies misaligned ones only where it was told
+// to): the alignment of an external input is part of a trace's key.
+constexpr int64_t kInputAlignment = 16;
+
+// The storage offset a kernel's example input gets for an input at `offset`
+// whose first element is (or is not) aligned: 0 stays 0, an aligned offset
+// becomes the smallest aligned one, a misaligned one 1. -1: an element size
+// for which a misaligned input has no such example (not queued).
+int64_t example_offset(int64_t offset, bool aligned, int64_t itemsize) {
+  if (offset == 0) {
+    return aligned ? 0 : -1;
+  }
+  if (aligned) {
+    return std::max<int64_t>(1, kInputAlignment / itemsize);
+  }
+  return itemsize < kInputAlignment && kInputAlignment % itemsize == 0 ? 1 : -1;
+}
+
+int64_t example_offset(const at::Tensor& t) {
+  const bool aligned = reinterpret_cast<uintptr_t>(t.const_data_ptr()) % kInputAlignment == 0;
+  return example_offset(t.storage_offset(), aligned, static_cast<int64_t>(t.element_size()));
+}
 
 bool contiguous(const OutMeta& m) {
   int64_t expected = 1;
@@ -334,10 +365,9 @@ bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
     ref_out = -1;
     return true;
   }
-  // Operands that require grad (a training forward) are not queued: merged
-  // kernels of such traces (many results kept for backward) gave wrong values
-  // in testing and the cause is not found yet, so they run op by op.
-  if (t.requires_grad() && c10::GradMode::is_enabled()) {
+  // Operands that require grad (a training forward) are queued: the op runs
+  // below autograd, which keeps the pending results for backward.
+  if (!g_grad && t.requires_grad() && c10::GradMode::is_enabled()) {
     return false;
   }
   if (t.device().type() != kNeuron || t.layout() != c10::kStrided || t.is_conj() || t.is_neg() ||
@@ -402,7 +432,14 @@ bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
     p.sig.push_back(kTagExt);
     p.sig.push_back(index_ext);
     push_meta(p.sig, t);
-    p.sig.push_back(t.storage_offset() == 0 ? 0 : 1);
+    // Inputs are passed by their data pointers: what changes a kernel's
+    // meaning is the input's sizes, strides and dtype (above), which input it
+    // is (the index: one tensor read twice is one input), and its alignment.
+    const int64_t example = example_offset(t);
+    if (example < 0) {
+      return false;
+    }
+    p.sig.push_back(example);
   }
   ref_out = static_cast<int>(p.refs.size());
   p.refs.push_back(std::move(pr));
@@ -597,6 +634,7 @@ void commit(Prepared& p, std::vector<Arg>& args_out) {
     if (pr.new_ext != nullptr && g_trace.ext_index.find(pr.new_ext) == g_trace.ext_index.end()) {
       TORCH_INTERNAL_ASSERT(pr.ref.ext == static_cast<int>(g_trace.ext.size()));
       g_trace.ext_index.emplace(pr.new_ext, pr.ref.ext);
+      g_trace.ext_storages.insert(pr.tensor.storage().unsafeGetStorageImpl());
       g_trace.ext.push_back(pr.tensor);
     }
     ids[i] = static_cast<int>(g_trace.refs.size());
@@ -780,7 +818,7 @@ py::tuple describe_trace(const std::vector<Live>& live) {
     inputs.append(py::make_tuple(
         t.sizes().vec(), t.strides().vec(),
         py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t.scalar_type()))),
-        t.storage_offset()));
+        example_offset(t)));
   }
   py::list outputs;
   for (const Live& l : live) {
@@ -788,6 +826,17 @@ py::tuple describe_trace(const std::vector<Live>& live) {
   }
   return py::make_tuple(nodes, refs, inputs, outputs);
 }
+
+// The dispatch state of a fresh thread (the default included and excluded
+// keys) while a kernel is compiled or run. A flush happens wherever a cut
+// does, e.g. inside torch.tensor(), which excludes the Python dispatch key:
+// make_fx would then not see the ops (they would run on its example inputs
+// and enter the graph as constants), and Inductor's fake tensors refuse to
+// work. A named variable, so that it is not a function declaration.
+struct CleanDispatchState {
+  c10::impl::ForceDispatchKeyGuard guard{
+      c10::impl::LocalDispatchKeySet(c10::impl::PODLocalDispatchKeySet{})};
+};
 
 bool python_usable() {
   return Py_IsInitialized() && !_Py_IsFinalizing();
@@ -805,7 +854,7 @@ void compile(Kernel& kernel, const std::vector<Live>& live) {
   // Compile and run outside whatever dispatch state the cut happened in (a
   // flush inside torch.tensor() runs with Python dispatch excluded, which
   // Inductor's fake tensors refuse).
-  c10::impl::ForceDispatchKeyGuard clean_dispatch(c10::DispatchKeySet(), c10::DispatchKeySet());
+  CleanDispatchState clean_dispatch;
   try {
     py::object fn = py::reinterpret_borrow<py::object>(g_compiler)(describe_trace(live));
     kernel.fn = fn.release().ptr();
@@ -831,7 +880,7 @@ bool run_kernel(Kernel& kernel, const std::vector<Live>& live) {
   std::vector<at::Tensor> results;
   {
     py::gil_scoped_acquire gil;
-    c10::impl::ForceDispatchKeyGuard clean_dispatch(c10::DispatchKeySet(), c10::DispatchKeySet());
+    CleanDispatchState clean_dispatch;
     try {
       py::list inputs;
       for (const at::Tensor& t : g_trace.ext) {
@@ -951,20 +1000,20 @@ bool verify(const std::vector<Live>& live) {
   return same;
 }
 
-// Every kernel run is checked against op by op for now (the op-by-op values
-// are kept): kernels passed their first checks and later gave wrong values
-// in a train/eval loop of a tiny Llama (tests/adaptive), cause not found yet.
-// Correct numbers first; this costs the speed the merge is for.
-// TORCH_NEURONX_ADAPTIVE_CHECK_RUNS=N checks only the first N runs of each
-// kernel (for measuring and debugging; results may then be wrong).
+// The first run of each new kernel is checked against op by op (its
+// op-by-op values are the ones kept); later runs are not.
+// TORCH_NEURONX_ADAPTIVE_CHECK_RUNS=N checks the first N runs of each kernel
+// instead, and TORCH_NEURONX_ADAPTIVE_VERIFY=1 every run (for debugging: a
+// checked run costs the kernel plus the op-by-op replay).
 int read_check_runs() {
+  constexpr int kDefault = 1;
   const char* v = std::getenv("TORCH_NEURONX_ADAPTIVE_CHECK_RUNS");
   if (v == nullptr || *v == '\0') {
-    return std::numeric_limits<int>::max();
+    return kDefault;
   }
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  return end != nullptr && *end == '\0' && n >= 0 ? static_cast<int>(n) : std::numeric_limits<int>::max();
+  return end != nullptr && *end == '\0' && n >= 0 ? static_cast<int>(std::min<long>(n, 1 << 30)) : kDefault;
 }
 const int kValidatedRuns = read_check_runs();
 
@@ -999,7 +1048,7 @@ void execute_queued(Node* end) {
   if (kernel.fn == nullptr && !kernel.failed && n >= kMinCompileOps && end->ends >= kCompileAfter) {
     compile(kernel, live);
   }
-  if (kernel.fn != nullptr) {
+  if (kernel.fn != nullptr && !kernel.failed) {
     if (run_kernel(kernel, live)) {
       if (C10_UNLIKELY(g_verify) || kernel.checked < kValidatedRuns) {
         kernel.checked = std::min(kernel.checked + 1, std::numeric_limits<int>::max() - 1);
@@ -1079,6 +1128,43 @@ bool valid_result(const c10::IValue& v, const Prepared& p, std::unordered_set<co
   return true;
 }
 
+// True when an operand of `op` on the stack is memory of the current trace: a
+// queued result (pending until the flush) or an input a queued op reads. An
+// op that is not queued but touches none of it runs at once without a cut
+// (factories such as arange, ops on unrelated tensors): the queued ops
+// neither read what it writes nor write what it reads.
+bool touches_trace(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  bool touches = false;
+  auto check = [&](const at::Tensor& t) {
+    if (t.defined() && t.device().type() == kNeuron && t.has_storage()) {
+      const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
+      touches = touches || g_trace.produced.count(si) != 0 || g_trace.ext_storages.count(si) != 0;
+    } else if (t.defined() && t.device().type() == kNeuron) {
+      touches = true;  // no storage to compare: assume it does
+    }
+  };
+  for (size_t i = stack.size() - n; i < stack.size() && !touches; ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      check(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        check(t);
+      }
+    } else if (v.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> t : v.toOptionalTensorList()) {
+        if (t.has_value()) {
+          check(*t);
+        }
+      }
+    } else if (v.isList() || v.isTuple() || v.isGenericDict() || v.isObject() || v.isCapsule()) {
+      touches = true;  // tensors in containers the checks above do not open
+    }
+  }
+  return touches;
+}
+
 } // namespace
 
 std::atomic<bool> g_enabled{read_env()};
@@ -1092,14 +1178,21 @@ bool intercept(
   auto lock = lock_state();
   g_run = run;
   const Policy policy = allowed(op);
-  if (!g_enabled.load(std::memory_order_relaxed) || at::globalContext().deterministicAlgorithms() ||
-      policy == kNo) {
-    cut(&op, "not queueable");
+  if (!g_enabled.load(std::memory_order_relaxed) || at::globalContext().deterministicAlgorithms()) {
+    cut(&op, "off");
+    return false;
+  }
+  if (policy == kNo) {
+    if (g_trace.mode != Mode::Empty && touches_trace(op, *stack)) {
+      cut(&op, "not queueable");
+    }
     return false;
   }
   Prepared p;
   if (!prepare(op, *stack, p, policy)) {
-    cut(&op, "operands");
+    if (g_trace.mode != Mode::Empty && touches_trace(op, *stack)) {
+      cut(&op, "operands");
+    }
     return false;
   }
   if (g_trace.mode != Mode::Empty &&

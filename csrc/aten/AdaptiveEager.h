@@ -6,8 +6,9 @@
 // sequence seen for the first time runs op by op while it is recorded). A
 // kernel that cannot be compiled, or a trace not seen before, runs op by op.
 //
-// Cuts (everything queued is executed first): any op outside the allow-list
-// (in-place ops, RNG, data-dependent shapes, views, CPU operands...), a read
+// Cuts (everything queued is executed first): an op outside the allow-list
+// (in-place ops, RNG, data-dependent shapes, CPU operands...) that touches a
+// queued result or an input of a queued op (other ops run at once), a read
 // of device memory outside the boxed fallback (copies, .item(), kernels of
 // the device's own, _cpu_alias), torch.neuron.synchronize(), a device change,
 // and deterministic mode (torch.use_deterministic_algorithms(True) turns

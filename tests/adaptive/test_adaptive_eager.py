@@ -101,6 +101,22 @@ def test_in_place_op_on_an_input_cuts_before_it(on):
         assert x.cpu().tolist() == [11.0] * 5
 
 
+def test_ops_on_unrelated_tensors_run_without_cutting_the_merge(on):
+    x = torch.arange(6, dtype=torch.float32, device="neuron")
+    other = torch.ones(4, device="neuron")
+    for _ in range(3):
+        y = (x * 2 + 1).exp()
+        before = metrics()
+        r = torch.arange(5, device="neuron")  # a factory: touches nothing queued
+        other.mul_(2)  # in place, but on a tensor no queued op reads
+        assert metrics()["flushes"] == before["flushes"]
+        y = (y * 3).log()
+        torch.testing.assert_close(y.cpu(), torch.log((torch.arange(6.0) * 2 + 1).exp() * 3), atol=TOL, rtol=0)
+        assert r.cpu().tolist() == [0, 1, 2, 3, 4]
+    assert other.cpu().tolist() == [8.0] * 4
+    assert metrics()["kernel_hits"] >= 1
+
+
 def test_a_failing_compile_runs_op_by_op_with_the_right_values(on):
     def refuse(description):
         raise RuntimeError("refused on purpose")
@@ -139,6 +155,57 @@ def test_device_change_cuts(on):
         yb = b * 3 + 1
         assert ya.device.index == 0 and yb.device.index == 1
         assert ya.cpu().tolist() == [3.0] * 3 and yb.cpu().tolist() == [4.0] * 3
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Llama's rotary embedding: ``neg``, ``cat``, ``mul``, ``add`` on two slices of ``x``."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+def test_a_merge_cut_inside_torch_tensor_compiles_a_kernel_of_its_inputs(on):
+    # torch.tensor() excludes the Python dispatch key while it copies to the device, and that copy
+    # cuts the merge: the kernel compiled there once traced no op and returned the compile-time
+    # example values (zeros) whatever its inputs (off by 0.34 in a Llama). Inputs change every pass.
+    gen = torch.Generator().manual_seed(0)
+    cos, sin = torch.randn(1, 1, 12, 8, generator=gen), torch.randn(1, 1, 12, 8, generator=gen)
+    dcos, dsin = cos.to("neuron"), sin.to("neuron")
+    for _ in range(4):  # record, compile at the second end, then hits
+        x = torch.randn(2, 12, 2, 8, generator=gen).transpose(1, 2)  # strides (192, 8, 16, 1)
+        y = rotate(x.to("neuron"), dcos, dsin)
+        torch.tensor([], device="neuron")  # the cut
+        torch.testing.assert_close(y.cpu(), rotate(x, cos, sin), atol=TOL, rtol=0)
+    m = metrics()
+    assert m["compiles"] >= 1 and m["kernel_hits"] >= 2 and m["kernel_failures"] == 0
+
+
+def test_a_trace_whose_ops_escape_the_tracer_is_refused_not_compiled_to_constants():
+    from torch_neuronx.adaptive import compiler
+
+    f32 = torch.float32
+    description = ([("aten::neg", "", [(1, 0)], 1), ("aten::mul", "Tensor", [(1, 1), (1, 2)], 1)],
+                   [("ext", 0), ("out", 0, 0, False, [], [], 0), ("ext", 0)], [([4], [1], f32, 0)], [(1, 0)])
+    with torch._C._DisableTorchDispatch():  # what torch.tensor() does around its copy
+        with pytest.raises(compiler.TraceCompileError, match="constant tensor"):
+            compiler.compile_trace(description)
+    x = torch.arange(4.0)
+    torch.testing.assert_close(compiler.compile_trace(description)([x])[0], -x * x, atol=TOL, rtol=0)
+
+
+def test_inputs_at_other_storage_offsets_and_alignments_give_their_values(on):
+    # The same ops on slices of one buffer at offsets 4 (16-byte aligned) and 1 (misaligned) and on
+    # a tensor read twice as two operands: each is keyed apart where the kernel's meaning differs.
+    gen = torch.Generator().manual_seed(0)
+    for step in range(8):
+        offset = (4, 1)[step % 2]
+        base = torch.randn(64 + offset, generator=gen)
+        x = base[offset:].view(8, 8)
+        dx = base.to("neuron")[offset:].view(8, 8)
+        y = ((-dx).exp() * dx + dx.t()).amax(0)
+        torch.neuron.synchronize()
+        torch.testing.assert_close(y.cpu(), ((-x).exp() * x + x.t()).amax(0), atol=TOL, rtol=0)
+    m = metrics()
+    assert m["kernel_hits"] >= 2 and m["kernel_failures"] == 0
 
 
 def _tiny_llama():
@@ -183,4 +250,4 @@ def test_llama_logits_generate_and_training_equal_op_by_op(on):
         assert torch.equal(tokens, ref_tokens)
         assert losses == pytest.approx(ref_losses, abs=TOL, rel=0)
     m = metrics()
-    assert m["kernel_hits"] > 0 and m["merged_ops"] > 0  # kernels that disagree are dropped (kernel_failures)
+    assert m["kernel_hits"] > 0 and m["merged_ops"] > 0 and m["kernel_failures"] == 0

@@ -139,6 +139,25 @@ def _example(sizes: Sequence[int], strides: Sequence[int], dtype: torch.dtype, o
     return base.as_strided(tuple(sizes), tuple(strides), offset)
 
 
+def check_traced(traced: torch.fx.GraphModule) -> None:
+    """Refuses a traced graph in which an op ran outside the tracer.
+
+    ``make_fx`` records an op only when it reaches the tracer through the ``Python`` dispatch key; an
+    op that runs while that key is excluded (a thread-local state of the caller) runs on the example
+    inputs and its result enters the graph as a constant tensor (a ``get_attr`` node), so the
+    kernel would return the examples' values whatever its inputs. The recorded graph has no
+    constants, so any ``get_attr`` means the trace is wrong.
+
+    Raises:
+        TraceCompileError: naming the constant and the cause.
+    """
+    for node in traced.graph.nodes:
+        if node.op == "get_attr":
+            raise TraceCompileError(
+                f"the traced kernel holds a constant tensor ({node.target}): its ops ran outside "
+                "make_fx's tracer (the Python dispatch key was excluded where the merge was compiled)")
+
+
 def compile_trace(description: Description) -> Callable[[list[torch.Tensor]], Sequence[torch.Tensor]]:
     """An Inductor (CPU) kernel computing the live results of a recorded trace.
 
@@ -163,6 +182,7 @@ def compile_trace(description: Description) -> Callable[[list[torch.Tensor]], Se
               f"{[tuple(e.shape) for e in examples]}:\n{module.code}", file=sys.stderr)
     with torch.no_grad(), torch._inductor.config.patch(INDUCTOR_CONFIG):
         traced = make_fx(module, decomposition_table=select_decomp_table())(*examples)
+        check_traced(traced)
         compiled = compile_fx_inner(traced, examples)
     # The generated `call(args)` itself (it empties the list it is given; the recorder passes a
     # fresh one): no AOTAutograd wrapper, no grad-mode handling, as the ops are below autograd.
