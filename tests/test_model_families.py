@@ -168,6 +168,27 @@ def test_seed_denoisers_have_specs_and_pass(entry):
         assert report.outcomes[check].max_diff <= 1e-3
 
 
+def test_image_inputs_without_torchvision_or_ocr():
+    """UDOP's processor runs without OCR (no pytesseract) and the model gets a layout box per token;
+    a model type whose only image processor needs torchvision gets synthetic pixel values, and when
+    those are not enough its error names torchvision (an environment limit, listed apart) with the
+    model's own error after it (CPU only)."""
+    import torch
+
+    from torch_neuronx.model_coverage.composite import tiny_composite_model
+    from torch_neuronx.model_coverage.inputs import image_text_inputs
+
+    classes = image_text.FAMILY.classes()
+    udop = tiny_composite_model("udop", classes["udop"], 0)
+    inputs = image_text_inputs(udop, "udop")
+    assert inputs["bbox"].shape == (*inputs["input_ids"].shape, 4) and inputs["pixel_values"].dim() == 4
+    with torch.no_grad():
+        assert torch.isfinite(udop(**inputs, decoder_input_ids=torch.zeros(1, 1, dtype=torch.long)).logits).all()
+    llama4 = tiny_composite_model("llama4", classes["llama4"], 0)
+    with pytest.raises(ImportError, match="Torchvision.*pixel values alone are not enough"):
+        image_text_inputs(llama4, "llama4")
+
+
 def test_compat_command_runs_two_families(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
