@@ -156,10 +156,13 @@ def test_generic_builder_rules_reach_more_classes():
         diffusers_models.generic_model_and_inputs("RFD4ProteinaTransformer")
 
 
-@pytest.mark.parametrize("entry", ["MiniMaxH3Transformer3DModel", "QwenImage21Transformer2DModel"])
+@pytest.mark.parametrize("entry", ["MiniMaxH3Transformer3DModel", "QwenImage21Transformer2DModel",
+                                   "AutoencoderKLMiniMaxH3Audio"])
 def test_seed_denoisers_have_specs_and_pass(entry):
     """The seed's H3 and Qwen-Image-2.1 denoisers take packed sequences with index / mask inputs no name
-    rule can build: hand-written specs (the examples' sizes), eager forward and train step on neuron."""
+    rule can build: hand-written specs (the examples' sizes), eager forward and train step on neuron.
+    H3's audio VAE uses the legacy weight norm, which cannot be deep-copied: its replicas are rebuilt
+    from its config."""
     assert entry in diffusers_models.SPECS
     report = diffusers_models.check_entry(entry, checks=("forward", "train"))
     assert report.params < 100_000
