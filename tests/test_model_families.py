@@ -124,7 +124,8 @@ def test_generic_builder_rules_reach_more_classes():
     """The generic builder's rules that each turned a CPU failure of the generic spec into a running
     model (CPU only, tiny forwards): fixed 32-group norms (channel floor 32), a conditioning width tied
     to the inner width, SDXL-style micro-conditioning inputs, the sizes a packed-token forward cannot
-    infer, and positional embeddings built for the released latent size."""
+    infer, the guidance of a guidance-distilled model, rotary axes of a class without a head-size
+    parameter."""
     import diffusers
     import torch
 
@@ -140,10 +141,14 @@ def test_generic_builder_rules_reach_more_classes():
     sana = generic.generic_init(diffusers.SanaTransformer2DModel)
     assert sana["cross_attention_dim"] == sana["num_attention_heads"] * sana["attention_head_dim"] == 64
     assert sana["caption_channels"] == generic.TEXT
+    # JoyImage has no head-size parameter: its rotary axes sum to width / heads (3072 / 24 = 128) and follow
+    # the tiny width / heads (64 / 2).
+    joy = generic.generic_init(diffusers.JoyImageEditTransformer3DModel)
+    assert sum(joy["rope_dim_list"]) == joy["hidden_size"] // joy["num_attention_heads"] == 32
     for name, keys in [("AutoencoderKLTemporalDecoder", set()), ("SanaTransformer2DModel", set()),
                        ("CogView4Transformer2DModel", {"original_size", "target_size", "crop_coords"}),
                        ("LTXVideoTransformer3DModel", {"num_frames", "height", "width"}),
-                       ("AllegroTransformer3DModel", set())]:
+                       ("AllegroTransformer3DModel", set()), ("HunyuanVideoTransformer3DModel", {"guidance"})]:
         model, inputs = diffusers_models.generic_model_and_inputs(name)
         assert keys <= set(inputs), (name, sorted(inputs))
         with torch.no_grad():

@@ -96,9 +96,20 @@ def generic_init(cls: type, channels: int = 16, small_samples: bool = False) -> 
     new_hd = min(old_hd, HEAD_DIM) if old_hd else HEAD_DIM
     old_heads = next((v for k, v in defaults.items() if _HEADS.search(k) and not _KV_HEADS.search(k) and _int(v)),
                      None)
+    # A class without a head-size parameter derives it as width / heads (JoyImage, Lumina 2): its rotary
+    # axes sum to that, and scale to the tiny width / heads.
+    old_width = next((int(v) for k, v in defaults.items() if _WIDTH.search(k) and _int(v)), 0)
+    heads = int(old_heads or 0)
+    derived = old_width // heads if not old_hd and heads and old_width % heads == 0 else 0
+    new_derived = min(old_width, WIDTH) // min(heads, HEADS) if derived else 0
     for key, v in defaults.items():
         if _ROPE_AXES.search(key) and _int_list(v):
-            out[key] = type(v)(_scaled_axes(list(v), new_hd) if old_hd and sum(v) == old_hd else v)
+            if old_hd and sum(v) == old_hd:
+                out[key] = type(v)(_scaled_axes(list(v), new_hd))
+            elif derived and sum(v) == derived:
+                out[key] = type(v)(_scaled_axes(list(v), new_derived))
+            else:
+                out[key] = v
         elif _HEAD_DIM.search(key) and _int(v):
             out[key] = min(v, HEAD_DIM)
         elif _KV_HEADS.search(key) and _int(v):
@@ -185,8 +196,9 @@ TIMESTEP_NAMES = ("timestep", "timesteps", "t", "timestep_ratio", "decoder_noise
 #: Text-embedding inputs ``[1, 8, text width]``.
 TEXT_NAMES = ("encoder_hidden_states", "context", "cap_feats", "encoder_hidden_states_t5", "text_bth")
 #: Inputs the generic builder passes only on its second try, though the forward does not require them
-#: (sizes a packed-token forward cannot infer, masks some classes index without a ``None`` check).
-OPTIONAL_EXTRAS = ("num_frames", "height", "width", "encoder_attention_mask")
+#: (sizes a packed-token forward cannot infer, masks some classes index without a ``None`` check, the
+#: guidance scale of guidance-distilled models).
+OPTIONAL_EXTRAS = ("num_frames", "height", "width", "encoder_attention_mask", "guidance")
 
 
 def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[dict[str, Any]]:
@@ -240,7 +252,7 @@ def _inputs(params: dict[str, Any], required: list[str], kind: str, dims: tuple[
                 d[name] = _main(kind, dims, channels, g)
         elif name in TIMESTEP_NAMES or "timestep" in name and name in required:
             d[name] = torch.full((1,), 0.5 if name in ("timestep_ratio", "decoder_noise_time") else 500.0)
-        elif name == "guidance" and name in required:
+        elif name == "guidance" and (name in required or name in extras):  # guidance-distilled (HunyuanVideo)
             d[name] = torch.full((1,), 3.5)
         elif name in TEXT_NAMES:
             if name in required or name == "encoder_hidden_states":
