@@ -36,12 +36,12 @@ _TEXT = re.compile(r"^(joint_attention_dim|text_dim|text_embed_dim|cross_attenti
                    r"|pooled_projection_dim|caption_projection_dim|context_in_dim|cap_feat_dim|text_in_dim"
                    r"|cond_token_dim|encoder_hid_dim|text_hidden_dim|in_text_dim|in_text_dim2|dit_text_dim"
                    r"|context_dim|text_emb_dim|condition_dim|global_cond_dim|conditioning_dim"
-                   r"|cross_attention_dim_t5)$")
+                   r"|cross_attention_dim_t5|cross_attention_input_dim|global_states_input_dim)$")
 _CHANNEL_LIST = re.compile(r"(block_out_channels|_channels_list|hidden_channels_list|stage_channels)$")
 _BASE_CHANNELS = re.compile(r"^(base_dim|decoder_base_dim|ch|channels|base_channels|hidden_channels|encoder_dim"
                             r"|decoder_dim|encoder_channels|num_filters|decoder_channels|encoder_hidden_size)$")
 _GROUPS = re.compile(r"(norm_num_groups|groups|num_groups)$")
-_ROPE_AXES = re.compile(r"(axes_dims_rope|axes_dim|axes_dims|rope_axes_dim|rope_dim_list)$")
+_ROPE_AXES = re.compile(r"(axes_dims_rope|axes_dim_rope|axes_dim|axes_dims|rope_axes_dim|rope_dim_list)$")
 
 HEAD_DIM, WIDTH, FFN, TEXT, HEADS = 32, 64, 128, 32, 2
 #: Sizes a class builds its positional embeddings for (video transformers: CogVideoX's 60 x 90 latents
@@ -198,7 +198,7 @@ TEXT_NAMES = ("encoder_hidden_states", "context", "cap_feats", "encoder_hidden_s
 #: Inputs the generic builder passes only on its second try, though the forward does not require them
 #: (sizes a packed-token forward cannot infer, masks some classes index without a ``None`` check, the
 #: guidance scale of guidance-distilled models).
-OPTIONAL_EXTRAS = ("num_frames", "height", "width", "encoder_attention_mask", "guidance")
+OPTIONAL_EXTRAS = ("num_frames", "height", "width", "encoder_attention_mask", "guidance", "global_hidden_states")
 
 
 def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[dict[str, Any]]:
@@ -209,7 +209,8 @@ def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[di
     Name rules (required inputs unless said): the main tensor (:data:`MAIN_NAMES`); any ``*timestep*``
     → ``[1]`` float; text embeddings (:data:`TEXT_NAMES`, ``encoder_hidden_states`` also when
     optional) ``[1, 8, width]`` and their masks ``[1, 8]`` ones; ``pooled_projections`` ``[1, P]``
-    (P the class's pooled width, else the text width); ``img_ids`` / ``txt_ids`` rotary coordinates;
+    (P the class's pooled or global width, else the text width) and Stable Audio's
+    ``global_hidden_states`` ``[1, 1, P]``; ``img_ids`` / ``txt_ids`` rotary coordinates;
     ``original_size`` / ``target_size`` ``[1, 2]`` pixels and ``crop_coords`` zeros (SDXL-style
     micro-conditioning); ``fps``; any ``*latents`` (conditioning latents) shaped like the main tensor;
     ``img_shapes`` ``[(frames, H / patch, W / patch)]``; ``text_lens`` / ``txt_seq_lens`` ``[8]``.
@@ -223,7 +224,8 @@ def input_candidates(model: Any, init: dict[str, Any], seed: int = 0) -> list[di
     required = [k for k, p in params.items() if p.default is inspect.Parameter.empty]
     channels = _in_channels(model)
     patch = _patch(model)
-    pooled = next((v for k, v in init.items() if k in ("pooled_projection_dim",) and _int(v)), None)
+    pooled = next((v for k, v in init.items() if k in ("pooled_projection_dim", "global_states_input_dim")
+                   and _int(v)), None)
     rope = next((v for k, v in init.items() if _ROPE_AXES.search(k) and _int_list(v)), None)
     extras = [k for k in OPTIONAL_EXTRAS if k in params and k not in required and params[k].default is None]
     layouts = MAIN_SHAPES + (("video_fc", (1, 16, 16)), ("video_fc", (2, 16, 16)))
@@ -259,6 +261,8 @@ def _inputs(params: dict[str, Any], required: list[str], kind: str, dims: tuple[
                 d[name] = torch.randn(1, 8, text, generator=g)
         elif name == "pooled_projections" and (pooled or name in required):
             d[name] = torch.randn(1, pooled or text, generator=g)
+        elif name == "global_hidden_states" and (name in required or name in extras):  # Stable Audio
+            d[name] = torch.randn(1, 1, pooled or text, generator=g)
         elif name in ("encoder_attention_mask", "encoder_hidden_states_mask") and (name in required
                                                                                   or name in extras):
             d[name] = torch.ones(1, 8, dtype=torch.long)
