@@ -197,6 +197,33 @@ def test_image_inputs_without_torchvision_or_ocr():
         image_text_inputs(llama4, "llama4")
 
 
+def test_diffusers_compiled_failure_equal_to_cpu_inductor_is_listed_apart():
+    """Z-Image's compiled forward differs from CPU eager by 1.3e-3 on neuron and on the CPU with Inductor
+    alike (neuron equals CPU Inductor within 6e-7): such a failure is Inductor's, listed apart. The judging
+    logic, on a module whose "compiled" forward is CPU eager plus a known offset (no compiler run)."""
+    import torch
+
+    from torch_neuronx.model_coverage.diffusers_models import against_cpu_inductor
+
+    class Shifted(torch.nn.Module):  # stands for "CPU Inductor's output = eager + 2e-3"
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+
+        def compile(self, *args, **kwargs):
+            self.shift = 2e-3
+
+        def forward(self, x):
+            return x * self.w + getattr(self, "shift", 0.0)
+
+    x = {"x": torch.arange(3.0)}
+    failed = Outcome("fail", "outputs differ from the CPU's by 2.00e-03 > 0.001", 2e-3)
+    listed = against_cpu_inductor(failed, torch.arange(3.0) + 2e-3, lambda device: Shifted(), x, 1e-3)
+    assert listed.status == CPU_FAIL and "CPU Inductor" in listed.reason and listed.max_diff == 2e-3
+    stands = against_cpu_inductor(failed, torch.arange(3.0) + 5e-2, lambda device: Shifted(), x, 1e-3)
+    assert stands is failed
+
+
 def test_compat_command_runs_two_families(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
