@@ -192,14 +192,25 @@ def parameter_grads(model: Any) -> dict[str, Any]:
     return {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def replicas(cpu_model: Any) -> Callable[[str], Any]:
+def replicas(cpu_model: Any, rebuild: Callable[[], Any] | None = None) -> Callable[[str], Any]:
     """A factory of copies of ``cpu_model``: ``fresh(device)`` is a deep copy holding the weights
     ``cpu_model`` had when ``replicas`` was called (a check that trained or changed the model leaves
-    them untouched), moved to ``device`` and in eval mode."""
+    them untouched), moved to ``device`` and in eval mode. A model that cannot be deep-copied (the
+    legacy ``torch.nn.utils.weight_norm`` keeps a computed, non-leaf ``weight``) is built again by
+    ``rebuild()`` when given, then given the same weights.
+
+    Raises:
+        RuntimeError: (from ``fresh``) the deep copy failed and there is no ``rebuild``.
+    """
     pristine = copy.deepcopy(cpu_model.state_dict())
 
     def fresh(device: str) -> Any:
-        model = copy.deepcopy(cpu_model)
+        try:
+            model = copy.deepcopy(cpu_model)
+        except RuntimeError:
+            if rebuild is None:
+                raise
+            model = rebuild()
         model.load_state_dict(pristine)
         # (transformers types PreTrainedModel.to through functools.wraps, which loses the method's self.)
         return model.to(device).eval()

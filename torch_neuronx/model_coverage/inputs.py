@@ -62,7 +62,9 @@ def _image_processor(model_type: str, config: Any) -> tuple[Any, dict[str, Any]]
     name = (names.get("pil") or names.get("torchvision")) if isinstance(names, dict) else names
     if not name:
         raise LookupError(f"transformers registers no image processor class for {model_type!r}")
-    processor = getattr(transformers, name)()
+    cls = getattr(transformers, name)
+    # UDOP / LayoutLMv3: no OCR (it needs pytesseract and the synthetic image has no words): pixels only.
+    processor = cls(apply_ocr=False) if getattr(cls, "apply_ocr", None) is True else cls()
     vc = _tiny.get_field(config, "vision_config") or config
     kw: dict[str, Any] = {}
     size = _tiny.get_field(vc, "image_size")
@@ -99,6 +101,24 @@ def _image_processor(model_type: str, config: Any) -> tuple[Any, dict[str, Any]]
     return processor, kw
 
 
+def synthetic_pixels(config: Any, seed: int = 0) -> dict[str, Any]:
+    """``{"pixel_values": [1, C, S, S]}`` seeded normal float32, C and S the vision tower's
+    ``num_channels`` (3) and ``image_size`` (64): the pixels of a model type whose only image processor
+    is a torchvision one (torchvision is not a dependency: installing it would change transformers'
+    processor backends for every other model). A model that needs more than pixel values from its
+    processor (grids, masks, tile counts) fails on the CPU with its own error, listed apart."""
+    import torch
+
+    vc = _tiny.get_field(config, "vision_config") or config
+    size = _tiny.get_field(vc, "image_size")
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    size = size if isinstance(size, int) and size > 0 else 64
+    channels = _tiny.get_field(vc, "num_channels")
+    channels = channels if isinstance(channels, int) and channels > 0 else 3
+    g = torch.Generator().manual_seed(seed)
+    return {"pixel_values": torch.randn(1, channels, size, size, generator=g)}
+
+
 def image_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
     """The tensors the model type's image processor (class defaults, PIL backend) returns for one
     :func:`synthetic_image`, its geometry aligned with ``config``'s vision tower.
@@ -130,6 +150,10 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
     """Inputs of an image-text-to-text model: the processor's pixel tensors and ``input_ids`` =
     ``[3 text ids, N × image token, prompt_len − 3 text ids]``.
 
+    A model type whose only image processor needs torchvision (not installed, see
+    :func:`synthetic_pixels`) gets :func:`synthetic_pixels`; when the model needs more than those, the
+    processor's ImportError is raised, the model's own error in its message.
+
     N (how many placeholders the image becomes) is found by running the model once with one
     placeholder and reading transformers' own "Image features and image tokens do not match,
     tokens: X, features: N" error (N may count features × hidden size: both are tried). Models
@@ -139,11 +163,32 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
         LookupError: no image processor; RuntimeError: no placeholder count matched; anything the
         model raises for other reasons.
     """
+
+    config = model.config
+    params = inspect.signature(model.forward).parameters
+    try:
+        pixels, missing = image_inputs(model_type, config, seed), None
+    except ImportError as err:  # a torchvision-only processor: try pixel values alone
+        if "torchvision" not in str(err).lower():
+            raise
+        pixels, missing = synthetic_pixels(config, seed), err
+    pixels = {k: v for k, v in pixels.items() if k in params}
+    if missing is None:
+        return _image_text_inputs(model, model_type, pixels, seed, prompt_len)
+    try:
+        return _image_text_inputs(model, model_type, pixels, seed, prompt_len)
+    except Exception as err:
+        first = str(missing).strip().split(". ")[0]
+        raise ImportError(f"{first} (pixel values alone are not enough: {type(err).__name__}: "
+                          f"{str(err)[:160]})") from err
+
+
+def _image_text_inputs(model: Any, model_type: str, pixels: dict[str, Any], seed: int,
+                       prompt_len: int) -> dict[str, Any]:
     import torch
 
     config = model.config
     params = inspect.signature(model.forward).parameters
-    pixels = {k: v for k, v in image_inputs(model_type, config, seed).items() if k in params}
     token = _image_token(config)
     pixels = _video_frames(model_type, pixels)
     if "image_embeds_position_mask" in params:  # Kosmos-2: the image fills latent_query_num marked positions
@@ -157,6 +202,8 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
             d.update(qformer_input_ids=q, qformer_attention_mask=torch.ones_like(q))
         if "image_attention_mask" in params and "pixel_values" in pixels:  # IDEFICS: text positions × images
             d["image_attention_mask"] = torch.ones(1, ids.shape[1], pixels["pixel_values"].shape[1], dtype=torch.long)
+        if "bbox" in params:  # UDOP: a layout box per text token, normalised to [0, 1] (one box for all)
+            d["bbox"] = torch.tensor([0.1, 0.2, 0.3, 0.4]).expand(1, ids.shape[1], 4).clone()
         if token is None:
             return d
         if "mm_token_type_ids" in params:
