@@ -101,6 +101,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_adaptive_flush", []() { torch_neuronx::adaptive::flush(); });
   m.def("_adaptive_enabled", []() { return torch_neuronx::adaptive::on(); });
   m.def("_adaptive_set_enabled", [](bool enabled) { torch_neuronx::adaptive::set_enabled(enabled); });
+  m.def("_adaptive_enter_graph", []() { return torch_neuronx::adaptive::enter_graph(); });
+  m.def("_adaptive_exit_graph", [](bool previous) { torch_neuronx::adaptive::exit_graph(previous); });
   m.def("_adaptive_stats", []() { return torch_neuronx::adaptive::stats(); });
   m.def("_adaptive_reset_stats", []() { torch_neuronx::adaptive::reset_stats(); });
   m.def("_adaptive_clear_cache", []() { torch_neuronx::adaptive::clear_cache(); });

@@ -1323,6 +1323,17 @@ void flush() {
   flush_locked();
 }
 
+bool enter_graph() {
+  flush();
+  const bool previous = t_bypass;
+  t_bypass = true;
+  return previous;
+}
+
+void exit_graph(bool previous) {
+  t_bypass = previous;
+}
+
 void set_enabled(bool enabled) {
   auto lock = lock_state();
   if (!enabled) {

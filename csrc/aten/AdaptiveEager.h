@@ -55,6 +55,13 @@ inline void flush_pending() {
 // Turns recording on or off (off flushes first).
 void set_enabled(bool enabled);
 
+// A compiled graph's wrapper reads and writes device memory directly (raw
+// pointers in its C++ kernels): enter_graph() runs what is queued and stops
+// this thread from queueing until exit_graph(previous), so every op the
+// wrapper dispatches (fallback ATen ops, out= calls) runs at once.
+bool enter_graph();
+void exit_graph(bool previous);
+
 // Counters (name -> value); compile time in nanoseconds.
 std::unordered_map<std::string, int64_t> stats();
 void reset_stats();

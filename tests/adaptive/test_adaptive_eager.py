@@ -251,3 +251,26 @@ def test_llama_logits_generate_and_training_equal_op_by_op(on):
         assert losses == pytest.approx(ref_losses, abs=TOL, rel=0)
     m = metrics()
     assert m["kernel_hits"] > 0 and m["merged_ops"] > 0 and m["kernel_failures"] == 0
+
+
+def test_plain_inductor_graph_reads_queued_results_and_queues_nothing_inside(on, tmp_path, monkeypatch):
+    # A graph compiled by plain Inductor reads its inputs through raw pointers in C++ kernels: the
+    # queued eager ops that produce them must run first, and the ATen ops its wrapper dispatches
+    # (Inductor's fallbacks: topk here) must run at once, not be queued behind the next kernel.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+
+    def graph(y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        top = torch.topk(y @ w, 3, dim=-1).values
+        return top * 2 + y[:, :3]
+
+    compiled = torch.compile(graph, backend="inductor", fullgraph=True)
+    expected = graph(chain(x, w), w)
+    dx, dw = x.to("neuron"), w.to("neuron")
+    for _ in range(3):  # the chain is recorded, then queued on the next passes
+        result = compiled(chain(dx, dw), dw).cpu()
+        torch.testing.assert_close(result, expected, atol=1e-5, rtol=1e-5)
+    assert metrics()["queued_ops"] > 0
+    torch._dynamo.reset()

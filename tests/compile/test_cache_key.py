@@ -135,3 +135,19 @@ def test_version_without_metadata_is_explicitly_unknown():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["0+unknown", "2.0"]
+
+
+def test_inductor_fx_graph_cache_keys_neuron_graphs_by_this_code():
+    # Plain Inductor caches neuron graphs in its own FX graph cache: its key must hash the code
+    # that generates neuron wrappers, or a changed torch_neuronx would load old wrappers.
+    from torch._inductor.codecache import FxGraphHashDetails
+    from torch._inductor.codegen.common import get_custom_backend_config_for_device
+
+    from torch_neuronx.compile import codegen_config, inductor_device
+
+    inductor_device.register()
+    assert get_custom_backend_config_for_device("neuron") is codegen_config
+    assert codegen_config.save_config_portable() == {"code": cache_key.code_hash()}
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    details = FxGraphHashDetails(gm, [torch.ones(2)], {}, {})
+    assert details.custom_backend_codegen_configs["neuron"] == {"code": cache_key.code_hash()}

@@ -8,7 +8,8 @@ pointers); buffers the generated wrapper allocates are ``neuron`` tensors
 (:mod:`.wrapper_calls`: the wrapper's allocations and matmuls without the eager device path).
 Outputs therefore stay on ``neuron`` with no copy.
 
-Four registrations make Inductor accept the device; without any one of them a compile on
+Four registrations make Inductor accept the device (a fifth, :mod:`.codegen_config`, keys
+Inductor's own FX graph cache by this code); without any one of them a compile on
 ``neuron`` fails:
 
 1. a :class:`DeviceInterface` (``torch._dynamo.device_interface``): device count, current
@@ -224,6 +225,11 @@ def _make_wrapper_codegen():
             super().write_header()
             self.header.writeline(WRAPPER_IMPORT)
 
+        def generate_after_suffix(self, result) -> None:
+            # The module's entry point goes through wrapper_calls.graph_call (adaptive eager).
+            super().generate_after_suffix(result)
+            result.writeline("call = graph_call(call)")
+
         @staticmethod
         def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
             if is_subgraph:
@@ -340,8 +346,13 @@ def register() -> None:
         register_device_op_overrides(DEVICE, _make_op_overrides())
         _classes.update(Scheduling=_make_scheduling(), PythonWrapperCodegen=_make_wrapper_codegen(),
                         CppWrapperCodegen=_make_cpp_wrapper_codegen())
+        from . import codegen_config
+        from .cache_key import code_hash
+
+        codegen_config.code = code_hash()
         register_backend_for_device(DEVICE, _classes["Scheduling"], _classes["PythonWrapperCodegen"],
-                                    _classes["CppWrapperCodegen"])
+                                    _classes["CppWrapperCodegen"],
+                                    device_custom_config=codegen_config)  # type: ignore[arg-type]
         _registered = True
 
 

@@ -13,7 +13,9 @@ provides both directly (``torch_neuronx._C``, ``csrc/aten/CompiledGraph.cpp``):
 * :data:`extern_kernels`: Inductor's ``extern_kernels`` namespace whose matmuls run the CPU
   kernel on zero-copy aliases (op counts ``aten::mm.out`` ... as eager); operands on another
   device, host-only dtypes (fp64) and ``alpha``/``beta`` other than 1 take the eager path, with
-  its errors and warnings. Every other kernel is Inductor's own.
+  its errors and warnings. Every other kernel is Inductor's own;
+* :func:`graph_call`: the module's entry point, which with adaptive eager execution on runs the
+  queued eager ops first and queues nothing while the graph runs.
 
 The generated code imports these names (:mod:`.inductor_device` writes the import into the
 wrapper's header and emits ``empty_strided_neuron`` for ``neuron`` buffers), so a graph loaded
@@ -21,6 +23,7 @@ from the compile cache calls them too.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import _C
@@ -46,8 +49,30 @@ class NeuronExternKernels:
         return getattr(inductor_kernels, name)
 
 
+def graph_call(call: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    """The entry point of a generated ``neuron`` wrapper module: ``call`` itself, or, while adaptive
+    eager execution is on (``TORCH_NEURONX_ADAPTIVE_EAGER=1`` when the module is loaded), ``call``
+    wrapped so that the eager ops still queued run first (the graph's C++ kernels read device memory
+    through raw pointers, so those results must exist) and no op the wrapper dispatches (Inductor's
+    fallback ATen ops, ``out=`` calls) is queued while it runs: each runs at once. ``args`` is the
+    wrapper's list of inputs (cleared by ``call``, as Inductor's wrappers do)."""
+    if not _C._adaptive_enabled():
+        return call
+    enter, leave = _C._adaptive_enter_graph, _C._adaptive_exit_graph
+
+    def run(args: list[Any]) -> Any:
+        previous = enter()
+        try:
+            return call(args)
+        finally:
+            leave(previous)
+
+    return run
+
+
 #: The namespace generated wrappers of ``neuron`` graphs call as ``extern_kernels``.
 extern_kernels = NeuronExternKernels()
 
 #: The import line :mod:`.inductor_device` writes into the header of every ``neuron`` wrapper.
-WRAPPER_IMPORT = "from torch_neuronx.compile.wrapper_calls import empty_strided_neuron, extern_kernels"
+WRAPPER_IMPORT = ("from torch_neuronx.compile.wrapper_calls import empty_strided_neuron, extern_kernels, "
+                  "graph_call")
