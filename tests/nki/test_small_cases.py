@@ -540,6 +540,30 @@ def test_quantize_mx_scale_is_the_ocp_rule_and_x4_arrays_round_trip():
     np.testing.assert_array_equal(vals, want)
 
 
+def test_quantize_mx_writes_zero_in_the_partitions_without_a_scale():
+    # without a memset first: the [P, F/4] scale block holds the scales in 4 partitions of each
+    # 32-partition quadrant and zero in the others (nki-library's hardware-layout golden)
+    @nki.jit(platform_target="trn3")
+    def k(a):
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        q = nl.ndarray((64, 1), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        s = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=q, src=x, dst_scale=s)
+        os_ = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=os_, src=s)
+        return os_
+    import ml_dtypes
+    a = (_rand(64, 4) + 0.5).astype(ml_dtypes.bfloat16)
+    s = k(a)[:, 0].astype(np.int32)
+    amax = np.abs(a.astype(F32)).reshape(8, 8, 4).max(axis=(1, 2))
+    e = np.floor(np.log2(amax)).astype(np.int32) - 8 + 127
+    want = np.zeros(64, np.int32)
+    want[[0, 1, 2, 3]] = e[:4]
+    want[[32, 33, 34, 35]] = e[4:]
+    np.testing.assert_array_equal(s, want)
+
+
 def test_out_of_bounds_access_pattern_is_refused_only_when_accessed():
     # nki-library's output projection builds `w.ap(...)` for every index and skips the ones past the
     # end with a Python guard: creating the view is legal, accessing it is err_tensor_access_out_of_bound

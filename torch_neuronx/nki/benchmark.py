@@ -60,7 +60,7 @@ class BenchmarkResult:
         tl = sim.timeline
         self.kernel_name = kernel_name
         self.platform = sim.platform.name
-        self.latency_ns = tl.makespan_ns
+        self.latency_ns = tl.latency_ns
         self.latency_s = self.latency_ns * 1e-9
         self.latency_us = self.latency_ns * 1e-3
         self.latency_ms = self.latency_ns * 1e-6
