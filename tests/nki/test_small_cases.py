@@ -109,6 +109,19 @@ def test_an_unknown_keyword_is_a_type_error(call):
         k(np.zeros((4, 4), F32))
 
 
+def test_profile_takes_the_options_aws_tested_kernels_pass():
+    # nki-samples' profile test passes num_execs and profile_nth; they change nothing in the simulator
+    @nki.profile(working_directory="/tmp", save_neff_name="k.neff", overwrite=False, save_trace_name="k.ntff",
+                 num_execs=3, profile_nth=2)
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(o, value=nl.load(a) * 2.0)
+        return o
+    a = np.arange(8, dtype=F32).reshape(2, 4)
+    np.testing.assert_array_equal(k(a), 2 * a)
+    assert k.benchmark_result.latency_us > 0
+
+
 def test_jit_rejects_an_unknown_option():
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
         nki.jit(lambda a: a, no_such_option=1)
@@ -428,16 +441,37 @@ def test_legacy_tensor_scalar_cumulative_into_dst():
     np.testing.assert_allclose(k(a), np.cumsum(2 * a, axis=1), rtol=1e-5, atol=1e-5)
 
 
-def test_tile_plus_index_expression_is_a_clear_not_implemented():
+def test_tile_plus_index_expression_is_a_runtime_offset():
+    # AWS's tensor_copy_dynamic_src examples index with offsets[0, i] + iy: a one-element tile read when
+    # the instruction runs, plus the index expression; both operand orders
+    @legacy.jit
+    def k(a, off):
+        o = lnl.ndarray((128, 4), dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        offs = lnl.load(off)
+        r = lnl.ndarray((128, 4), dtype=a.dtype, buffer=lnl.sbuf)
+        ix, iy = lnl.mgrid[0:128, 0:1]
+        for j in lnl.affine_range(2):
+            r[ix, j] = lisa.tensor_copy_dynamic_src(t[ix, offs[0, j] + iy])
+            r[ix, 2 + j] = lisa.tensor_copy_dynamic_src(t[ix, iy + offs[0, j]])
+        lnl.store(o, value=r)
+        return o
+    a = _rand(128, 8)
+    off = np.array([[5, 2, 0, 0]], np.int32)
+    out = k(a, off)
+    np.testing.assert_array_equal(out, a[:, [5, 2, 5, 2]])
+
+
+def test_tile_offset_of_more_than_one_element_is_refused():
     @legacy.jit
     def k(a, off):
         o = lnl.ndarray((128, 1), dtype=a.dtype, buffer=lnl.shared_hbm)
         t = lnl.load(a)
         offs = lnl.load(off)
         ix, iy = lnl.mgrid[0:128, 0:1]
-        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs[0, 0] + iy]))
+        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs + iy]))
         return o
-    with pytest.raises(NotImplementedError, match="dynamic offset"):
+    with pytest.raises(E.err_invalid_instruction_argument, match="one-element tile"):
         k(_rand(128, 8), np.zeros((1, 4), np.int32))
 
 
