@@ -122,6 +122,22 @@ def test_profile_takes_the_options_aws_tested_kernels_pass():
     assert k.benchmark_result.latency_us > 0
 
 
+def test_tensor_placeholder_arguments_run_on_zeros():
+    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments
+    import torch_neuronx.nki.typing as nt
+
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(a) + 1.0)
+        return o
+    out = legacy.benchmark(k)(nt.tensor[[128, 64], lnl.bfloat16])
+    assert out.shape == (128, 64) and str(out.dtype) == "bfloat16"
+    np.testing.assert_array_equal(out.astype(F32), np.ones((128, 64), F32))
+    with pytest.raises(TypeError, match="needs a shape and a dtype"):
+        k(nt.tensor[128, 64])
+
+
 def test_jit_rejects_an_unknown_option():
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
         nki.jit(lambda a: a, no_such_option=1)
