@@ -109,9 +109,11 @@ def test_an_unknown_keyword_is_a_type_error(call):
         k(np.zeros((4, 4), F32))
 
 
-def test_profile_takes_the_options_aws_tested_kernels_pass():
-    # nki-samples' profile test passes num_execs and profile_nth; they change nothing in the simulator
-    @nki.profile(working_directory="/tmp", save_neff_name="k.neff", overwrite=False, save_trace_name="k.ntff",
+def test_profile_takes_the_options_aws_tested_kernels_pass(tmp_path):
+    # nki-samples' profile test passes num_execs and profile_nth; they change nothing in the simulator.
+    # The working directory need not exist (AWS's legacy profiling example names one that may not)
+    wd = str(tmp_path / "not" / "yet")
+    @nki.profile(working_directory=wd, save_neff_name="k.neff", overwrite=False, save_trace_name="k.ntff",
                  num_execs=3, profile_nth=2)
     def k(a):
         o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -120,6 +122,10 @@ def test_profile_takes_the_options_aws_tested_kernels_pass():
     a = np.arange(8, dtype=F32).reshape(2, 4)
     np.testing.assert_array_equal(k(a), 2 * a)
     assert k.benchmark_result.latency_us > 0
+    import json
+    import os
+    with open(os.path.join(wd, "k.ntff"), encoding="utf-8") as f:
+        assert json.load(f)["traceEvents"]
 
 
 def test_tensor_placeholder_arguments_run_on_zeros():
