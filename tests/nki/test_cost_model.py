@@ -100,7 +100,37 @@ def test_instruction_waits_for_inputs_and_engine():
     assert add[2] == pytest.approx(exp2[4])
     assert add[3] - add[2] == pytest.approx(1024 / 0.96)              # fp32 SBUF inputs: 2N cycles
     assert store[2] == pytest.approx(add[4])
-    assert b.benchmark_result.latency_ns == pytest.approx(store[4])
+    # the latency is the last result plus the fixed launch cost
+    assert b.benchmark_result.latency_ns == pytest.approx(store[4] + cost_model.KERNEL_LAUNCH_NS)
+
+
+def test_dma_of_small_runs_is_bound_by_descriptors():
+    """A DMA of many short contiguous runs costs DMA_DESCRIPTOR_NS per run when that exceeds its bytes at
+    the DMA rate; a dense transfer of the same bytes costs the bytes."""
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 16, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, :, 0:2])          # 128 x 16 runs of 2 elements (8 bytes)
+        d = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=a[:, 0, 0:8])          # 128 runs of 32 bytes
+        nl.store(o, value=d)
+        return o
+    b = nki.benchmark(k, platform="trn2")
+    a = np.arange(128 * 16 * 8, dtype=np.float32).reshape(128, 16, 8)
+    out = b(a)
+    np.testing.assert_array_equal(out, a[:, 0, 0:8])
+    tr = b.benchmark_result.trace
+    p = get_platform("trn2")
+    strided, dense = tr[0], tr[1]
+    assert strided[3] - strided[2] == pytest.approx(max(128 * 16 * cost_model.DMA_DESCRIPTOR_NS,
+                                                        128 * 32 * 4 / (p.core.dma.sustained_bytes_per_s * 1e-9)))
+    assert dense[3] - dense[2] == pytest.approx(max(128 * cost_model.DMA_DESCRIPTOR_NS,
+                                                    128 * 8 * 4 / (p.core.dma.sustained_bytes_per_s * 1e-9)))
+    assert cost_model.contiguous_chunks((128, 16, 2), (128, 8, 1), on_chip=False) == 128 * 16
+    assert cost_model.contiguous_chunks((128, 16, 8), (128, 8, 1), on_chip=False) == 1
+    assert cost_model.contiguous_chunks((128, 16, 8), (128, 8, 1), on_chip=True) == 128
+    assert cost_model.contiguous_chunks((4, 5), None, on_chip=False) == 20
 
 
 def test_independent_engines_overlap():

@@ -240,3 +240,29 @@ def test_spmd_dim_over_nc_grid_covers_every_program():
         lnl.store(o[sl, :], value=lnl.multiply(lnl.load(a[sl, :]), 2.0))
         return o
     np.testing.assert_array_equal(k[lnl.spmd_dim(lnl.nc(2), 2)](x), 2 * x)
+
+
+def test_core_barrier_on_an_sbuf_tile_with_two_cores():
+    # nki-library's shard-on-I MoE kernel synchronizes both cores of an LNC=2 launch on an SBUF tile
+    # (the nki.isa page says shared HBM; AWS's compiler accepts the tile): each core writes its half,
+    # meets the other at the barrier, then reads the other core's half back from shared HBM
+    @nki.jit(platform_target="trn2")
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        t = nl.ndarray((64, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[me * 64:(me + 1) * 64, :])
+        nisa.dma_copy(dst=o[me * 64:(me + 1) * 64, :], src=t)
+        flag = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=flag, value=0)
+        nisa.core_barrier(flag, (0, 1))
+        other = 1 - me
+        u = nl.ndarray((64, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u, src=o[other * 64:(other + 1) * 64, :])
+        nisa.dma_copy(dst=o2[other * 64:(other + 1) * 64, :], src=u)
+        return o, o2
+    a = _rand(128, 8)
+    o, o2 = k[2](a)
+    np.testing.assert_array_equal(o, a)
+    np.testing.assert_array_equal(o2, a)

@@ -109,6 +109,41 @@ def test_an_unknown_keyword_is_a_type_error(call):
         k(np.zeros((4, 4), F32))
 
 
+def test_profile_takes_the_options_aws_tested_kernels_pass(tmp_path):
+    # nki-samples' profile test passes num_execs and profile_nth; they change nothing in the simulator.
+    # The working directory need not exist (AWS's legacy profiling example names one that may not)
+    wd = str(tmp_path / "not" / "yet")
+    @nki.profile(working_directory=wd, save_neff_name="k.neff", overwrite=False, save_trace_name="k.ntff",
+                 num_execs=3, profile_nth=2)
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(o, value=nl.load(a) * 2.0)
+        return o
+    a = np.arange(8, dtype=F32).reshape(2, 4)
+    np.testing.assert_array_equal(k(a), 2 * a)
+    assert k.benchmark_result.latency_us > 0
+    import json
+    import os
+    with open(os.path.join(wd, "k.ntff"), encoding="utf-8") as f:
+        assert json.load(f)["traceEvents"]
+
+
+def test_tensor_placeholder_arguments_run_on_zeros():
+    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments
+    import torch_neuronx.nki.typing as nt
+
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(o, value=lnl.load(a) + 1.0)
+        return o
+    out = legacy.benchmark(k)(nt.tensor[[128, 64], lnl.bfloat16])
+    assert out.shape == (128, 64) and str(out.dtype) == "bfloat16"
+    np.testing.assert_array_equal(out.astype(F32), np.ones((128, 64), F32))
+    with pytest.raises(TypeError, match="needs a shape and a dtype"):
+        k(nt.tensor[128, 64])
+
+
 def test_jit_rejects_an_unknown_option():
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
         nki.jit(lambda a: a, no_such_option=1)
@@ -428,16 +463,37 @@ def test_legacy_tensor_scalar_cumulative_into_dst():
     np.testing.assert_allclose(k(a), np.cumsum(2 * a, axis=1), rtol=1e-5, atol=1e-5)
 
 
-def test_tile_plus_index_expression_is_a_clear_not_implemented():
+def test_tile_plus_index_expression_is_a_runtime_offset():
+    # AWS's tensor_copy_dynamic_src examples index with offsets[0, i] + iy: a one-element tile read when
+    # the instruction runs, plus the index expression; both operand orders
+    @legacy.jit
+    def k(a, off):
+        o = lnl.ndarray((128, 4), dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        offs = lnl.load(off)
+        r = lnl.ndarray((128, 4), dtype=a.dtype, buffer=lnl.sbuf)
+        ix, iy = lnl.mgrid[0:128, 0:1]
+        for j in lnl.affine_range(2):
+            r[ix, j] = lisa.tensor_copy_dynamic_src(t[ix, offs[0, j] + iy])
+            r[ix, 2 + j] = lisa.tensor_copy_dynamic_src(t[ix, iy + offs[0, j]])
+        lnl.store(o, value=r)
+        return o
+    a = _rand(128, 8)
+    off = np.array([[5, 2, 0, 0]], np.int32)
+    out = k(a, off)
+    np.testing.assert_array_equal(out, a[:, [5, 2, 5, 2]])
+
+
+def test_tile_offset_of_more_than_one_element_is_refused():
     @legacy.jit
     def k(a, off):
         o = lnl.ndarray((128, 1), dtype=a.dtype, buffer=lnl.shared_hbm)
         t = lnl.load(a)
         offs = lnl.load(off)
         ix, iy = lnl.mgrid[0:128, 0:1]
-        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs[0, 0] + iy]))
+        lnl.store(o, value=lisa.tensor_copy_dynamic_src(t[ix, offs + iy]))
         return o
-    with pytest.raises(NotImplementedError, match="dynamic offset"):
+    with pytest.raises(E.err_invalid_instruction_argument, match="one-element tile"):
         k(_rand(128, 8), np.zeros((1, 4), np.int32))
 
 
@@ -538,6 +594,30 @@ def test_quantize_mx_scale_is_the_ocp_rule_and_x4_arrays_round_trip():
     scale = np.repeat(np.repeat(np.ldexp(1.0, e), 8, axis=0), 4, axis=1)
     want = np.clip(a.astype(F32) / scale, -448, 448).astype(ml_dtypes.float8_e4m3fn).astype(F32)
     np.testing.assert_array_equal(vals, want)
+
+
+def test_quantize_mx_writes_zero_in_the_partitions_without_a_scale():
+    # without a memset first: the [P, F/4] scale block holds the scales in 4 partitions of each
+    # 32-partition quadrant and zero in the others (nki-library's hardware-layout golden)
+    @nki.jit(platform_target="trn3")
+    def k(a):
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        q = nl.ndarray((64, 1), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        s = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=q, src=x, dst_scale=s)
+        os_ = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=os_, src=s)
+        return os_
+    import ml_dtypes
+    a = (_rand(64, 4) + 0.5).astype(ml_dtypes.bfloat16)
+    s = k(a)[:, 0].astype(np.int32)
+    amax = np.abs(a.astype(F32)).reshape(8, 8, 4).max(axis=(1, 2))
+    e = np.floor(np.log2(amax)).astype(np.int32) - 8 + 127
+    want = np.zeros(64, np.int32)
+    want[[0, 1, 2, 3]] = e[:4]
+    want[[32, 33, 34, 35]] = e[4:]
+    np.testing.assert_array_equal(s, want)
 
 
 def test_out_of_bounds_access_pattern_is_refused_only_when_accessed():

@@ -60,7 +60,7 @@ class BenchmarkResult:
         tl = sim.timeline
         self.kernel_name = kernel_name
         self.platform = sim.platform.name
-        self.latency_ns = tl.makespan_ns
+        self.latency_ns = tl.latency_ns
         self.latency_s = self.latency_ns * 1e-9
         self.latency_us = self.latency_ns * 1e-3
         self.latency_ms = self.latency_ns * 1e-6
@@ -79,7 +79,11 @@ class BenchmarkResult:
         self.spilled_bytes = getattr(tl, "spilled_bytes", 0)
 
     def save_trace(self, path: str) -> None:
-        """Write the estimated timeline as a Chrome trace-event JSON file (``path``)."""
+        """Write the estimated timeline as a Chrome trace-event JSON file (``path``; its directory is
+        created, as AWS's profiler creates its working directory)."""
+        d = os.path.dirname(path)
+        if d:
+            os.makedirs(d, exist_ok=True)
         events = [{"name": n, "cat": e, "ph": "X", "ts": s / 1e3, "dur": max(end - s, 0) / 1e3, "pid": 0,
                    "tid": e} for n, e, s, end, _ in self.trace if e]
         with open(path, "w", encoding="utf-8") as f:

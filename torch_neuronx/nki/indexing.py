@@ -79,7 +79,11 @@ class IndexExpr:
     def _bin(self, other: Any, fn: Any) -> IndexExpr:
         return IndexExpr(fn(self.values, _val(other)))
 
-    def __add__(self, o: Any) -> IndexExpr: return self._bin(o, np.add)
+    def __add__(self, o: Any) -> Any:
+        if hasattr(o, "storage") and hasattr(o, "describe"):   # a tile: a runtime offset (tile.DynamicIndex)
+            return o.__radd__(self)
+        return self._bin(o, np.add)
+
     def __radd__(self, o: Any) -> IndexExpr: return self._bin(o, lambda a, b: b + a)
     def __sub__(self, o: Any) -> IndexExpr: return self._bin(o, np.subtract)
     def __rsub__(self, o: Any) -> IndexExpr: return self._bin(o, lambda a, b: b - a)

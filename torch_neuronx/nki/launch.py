@@ -43,6 +43,7 @@ COMPILER_OPTIONS = frozenset({
     "platform_target", "additional_compile_opt", "artifacts_dir", "save_neff_name", "save_trace_name",
     "kernel_return", "experimental_flags", "debug_kernel", "show_compiler_tool", "enable_out_of_bound_check",
     "working_directory", "profile_nth", "overwrite", "warmup", "iters", "num_devices", "show_compiler_tb",
+    "num_execs",    # nki.profile: executions to run (AWS's tested nki-samples profile test passes it)
 })
 """Keyword options AWS's ``jit`` / ``baremetal`` / ``benchmark`` / ``profile`` accept (anything else is a
 ``TypeError``)."""

@@ -48,7 +48,7 @@ from .memory import ON_CHIP, Allocator, Placement, as_buffer
 from .ops import binary
 from .platforms import get_platform
 from .tile import Access, NkiTensor, ParDim, Storage, is_tile
-from .typing import is_mutable_annotation
+from .typing import is_mutable_annotation, placeholder_spec
 
 __all__ = ["Core", "NeuronCoreSim", "Instr", "Launch", "run_kernel", "LoopFrame", "nc_axis"]
 
@@ -832,10 +832,15 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
     names = list(params)
     mutable_names = {n for n, p in params.items() if params_writable or is_mutable_annotation(p.annotation)}
     inputs: dict[int, NkiTensor] = {}
+    placeholders: dict[int, Any] = {}   # argument -> itself, or zeros for an nt.tensor[shape, dtype] placeholder
     mutables: list = []          # (simulator tensor, caller's array): written back after the run
 
     def make_args(sim: NeuronCoreSim) -> tuple:
         def convert(a: Any, nm: str, key: int) -> Any:
+            if key not in placeholders:
+                spec = placeholder_spec(a)
+                placeholders[key] = a if spec is None else np.zeros(spec[0], dtype=dtypes.np_dtype(spec[1]))
+            a = placeholders[key]
             if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):
                 return type(a)(convert(x, f"{nm}[{i}]", key * 1000 + i + 1) for i, x in enumerate(a))
             if not isinstance(a, np.ndarray):

@@ -272,7 +272,40 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _is_index_tile(k: Any) -> bool:
-    return isinstance(k, NkiTensor)
+    return isinstance(k, (NkiTensor, DynamicIndex))
+
+
+class DynamicIndex:
+    """A one-element tile plus an index expression (``offsets[0, i] + iy``): an index whose base is a
+    runtime value (read from the tile when an instruction uses the view, as indirect indices are) and
+    whose shape is the expression's. Legacy ``tensor_copy_dynamic_src`` / ``dst`` examples index with it.
+
+    Raises:
+        err_invalid_instruction_argument: the tile holds more than one element.
+    """
+
+    __slots__ = ("tile", "expr")
+
+    def __init__(self, tile: NkiTensor, expr: IndexExpr):
+        if tile.size != 1:
+            raise err_invalid_instruction_argument(
+                f"a dynamic index offset must be a one-element tile, got {tile.describe()} plus an index "
+                f"expression of shape {list(expr.shape)}")
+        self.tile, self.expr = tile, expr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.expr.shape
+
+    def __add__(self, o: Any) -> DynamicIndex:
+        if isinstance(o, (IndexExpr, int, np.integer)):
+            return DynamicIndex(self.tile, self.expr + o)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __repr__(self) -> str:
+        return f"DynamicIndex({self.tile.describe()} + IndexExpr{list(self.expr.shape)})"
 
 
 class _TileOps:
@@ -309,8 +342,15 @@ class _TileOps:
         raise err_dynamic_control_flow_not_supported("iterating over a tile; index it, or loop with "
                                                      "nl.affine_range over its shape")
 
-    def __add__(self, o: Any) -> Any: return _operator("add")(self, o)
-    def __radd__(self, o: Any) -> Any: return _operator("add")(o, self)
+    def __add__(self, o: Any) -> Any:
+        if isinstance(o, IndexExpr):
+            return DynamicIndex(self, o)  # type: ignore[arg-type]
+        return _operator("add")(self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        if isinstance(o, IndexExpr):
+            return DynamicIndex(self, o)  # type: ignore[arg-type]
+        return _operator("add")(o, self)
     def __sub__(self, o: Any) -> Any: return _operator("subtract")(self, o)
     def __rsub__(self, o: Any) -> Any: return _operator("subtract")(o, self)
     def __mul__(self, o: Any) -> Any: return _operator("multiply")(self, o)
@@ -1177,13 +1217,15 @@ def _dynamic_advanced(t: NkiTensor, comps: list) -> NkiTensor:
     (``err_indirect_indices_free_dim``)."""
     tiles = [(d, c) for d, c in enumerate(comps) if _is_index_tile(c)]
     for d, c in tiles:
-        if any(n != 1 for n in c.shape[1:]):
+        if isinstance(c, NkiTensor) and any(n != 1 for n in c.shape[1:]):
             raise err_indirect_indices_free_dim(
                 f"dimension {d} of {t.describe()} indexed by tile {c.describe()}: a tile index must vary along "
                 "the partition axis only (shape (P, 1))")
     static = []
     for d, c in enumerate(comps):
-        if _is_index_tile(c):
+        if isinstance(c, DynamicIndex):
+            static.append(c.expr.values)
+        elif _is_index_tile(c):
             static.append(np.zeros(c.shape, dtype=np.int64))
         elif isinstance(c, IndexExpr):
             static.append(c.values)
@@ -1204,15 +1246,19 @@ def _dynamic_advanced(t: NkiTensor, comps: list) -> NkiTensor:
     def arrays() -> list[np.ndarray]:
         out = []
         for d, a in enumerate(static):
-            if d in tiles_d:
-                v = _index_values(tiles_d[d]).astype(np.int64)
+            c = tiles_d.get(d)
+            if isinstance(c, DynamicIndex):
+                out.append(a + int(_index_values(c.tile).reshape(-1)[0]))
+            elif c is not None:
+                v = _index_values(c).astype(np.int64)
                 out.append(v.reshape(v.shape + (1,) * (nd - v.ndim)) if 0 < v.ndim < nd else v)
             else:
                 out.append(a)
         return out
 
     def resolve() -> tuple:
-        g = _gather_from_arrays(base, arrays(), shape, 0, tuple(c for _, c in tiles))
+        g = _gather_from_arrays(base, arrays(), shape, 0,
+                                tuple(c.tile if isinstance(c, DynamicIndex) else c for _, c in tiles))
         assert g.resolver is not None
         return g.resolver()
     return NkiTensor(t.storage, shape, None, 0, t.dtype, 0, resolver=resolve, indirect_dims=(0,))

@@ -8,6 +8,9 @@
   nt.mutable_tensor"). The simulator creates a mutable input as a writable HBM tensor and, after the
   kernel returns, writes its final values back into the caller's array.
 * ``nt.scalar`` marks a scalar parameter; ``nt.mutable`` is ``mutable_tensor``'s generic alias.
+* ``nt.tensor[[8192, 4096], nl.bfloat16]`` passed as a kernel *argument* is a placeholder (AWS's
+  matmul tutorial benchmarks with them): the simulator runs the kernel on zeros of that shape and dtype
+  (:func:`placeholder_spec`).
 
 Python does not evaluate annotations of local variables (``c: tensor[128, 512] = ...``), so their
 shapes are not checked (AWS's ``err_annotation_shape_mismatch`` is a rule of its parser).
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tensor", "mutable_tensor", "scalar", "mutable", "is_mutable_annotation"]
+__all__ = ["tensor", "mutable_tensor", "scalar", "mutable", "is_mutable_annotation", "placeholder_spec"]
 
 
 class _Annotated:
@@ -60,3 +63,21 @@ def is_mutable_annotation(annotation: Any) -> bool:
     if isinstance(annotation, _Annotated):
         annotation = annotation.base
     return isinstance(annotation, type) and issubclass(annotation, mutable_tensor)
+
+
+def placeholder_spec(a: Any) -> tuple[tuple[int, ...], Any] | None:
+    """(shape, dtype) of a ``tensor[shape, dtype]`` placeholder argument (``nt.tensor[[8192, 4096],
+    nl.bfloat16]`` or ``nt.tensor[nl.bfloat16, (8192, 4096)]``); None when ``a`` is not a placeholder.
+
+    Raises:
+        TypeError: a placeholder without both a shape and a dtype.
+    """
+    if not isinstance(a, _Annotated) or not (isinstance(a.base, type) and issubclass(a.base, tensor)):
+        return None
+    args = a.args if isinstance(a.args, tuple) else (a.args,)
+    shape = next((x for x in args if isinstance(x, (list, tuple))), None)
+    dts = [x for x in args if not isinstance(x, (list, tuple))]
+    if shape is None or len(dts) != 1:
+        raise TypeError(f"kernel argument {a!r}: a tensor placeholder needs a shape and a dtype, e.g. "
+                        "nt.tensor[[128, 512], nl.bfloat16]")
+    return tuple(int(n) for n in shape), dts[0]

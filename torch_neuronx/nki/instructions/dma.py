@@ -29,13 +29,25 @@ from ..tile import NkiTensor, is_tile
 from .common import (NkiInstruction, check_memory, count, free_size, issue, operand, require_generation)
 from .constants import dge_mode as _dge_mode, engine_name, oob_mode as _oob_mode
 
-__all__ = ["dma_copy", "load", "store", "load_transpose2d", "dma_transpose", "dma_compute", "dma_cost"]
+__all__ = ["dma_copy", "load", "store", "load_transpose2d", "dma_transpose", "dma_compute", "dma_cost", "dma_chunks"]
 
 
-def dma_cost(nbytes: int) -> tuple[float, float]:
-    """(queue ns, fixed latency ns) of a DMA of ``nbytes`` on the running simulator's platform."""
+def dma_cost(nbytes: int, chunks: int = 0) -> tuple[float, float]:
+    """(queue ns, fixed latency ns) of a DMA of ``nbytes`` in ``chunks`` contiguous runs on the running
+    simulator's platform."""
     p = current().platform
-    return cost_model.dma_time_ns(nbytes, p), cost_model.dma_fixed_latency_ns(p)
+    return cost_model.dma_time_ns(nbytes, p, chunks), cost_model.dma_fixed_latency_ns(p)
+
+
+def dma_chunks(*views: Any, fraction: float = 1.0) -> int:
+    """Contiguous runs of a transfer between ``views`` (the least contiguous side counts), times the
+    transferred ``fraction`` of the elements (a mask)."""
+    n = 0
+    for v in views:
+        if is_tile(v):
+            strides = None if v.is_gather or v.is_indirect() else v.strides
+            n = max(n, cost_model.contiguous_chunks(v.shape, strides, v.buffer.kind != "hbm"))
+    return int(round(n * fraction))
 
 
 def _no_psum(api: str, **ops: Any) -> None:
@@ -109,8 +121,9 @@ def dma_copy(dst: NkiTensor, src: Any, mask: Any = None, *, api: str = "dma_copy
     if dst.buffer.kind != "hbm":
         dst.check_partition_layout()
     isz = max(dtypes.itemsize(src.dtype), dtypes.itemsize(dst.dtype)) if is_tile(src) else dtypes.itemsize(dst.dtype)
-    nbytes = count(mask, dst.shape) * isz
-    busy, lat = dma_cost(nbytes)
+    n = count(mask, dst.shape)
+    nbytes = n * isz
+    busy, lat = dma_cost(nbytes, dma_chunks(src, dst, fraction=n / max(dst.size, 1)))
     rmw = op_name(dst_rmw_op) if dst_rmw_op is not None else None
     with sim.instruction(name or api, "dma", busy_ns=busy, latency_ns=lat) as ins:
         if is_tile(src):
