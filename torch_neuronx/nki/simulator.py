@@ -13,7 +13,11 @@
   after the other; the programs of a logical NeuronCore with two cores (LNC=2: ``kernel[2]`` of the
   current front end, ``nl.nc(2)`` axes of the legacy one) run on two :class:`Core` s in two threads,
   handing control to each other at ``nisa.core_barrier`` / ``sendrecv`` / collectives, so both programs
-  are simulated with their synchronisation. HBM is shared by the programs (inputs, ``shared_hbm``).
+  are simulated with their synchronisation. With one program per core (``kernel[2]``) the programs
+  also interleave between synchronisation points: before each instruction, the program whose core's
+  cost-model clock is earliest runs, so unsynchronised writes of the two cores to shared HBM land in
+  the order the hardware's concurrent cores give them (:meth:`Launch.let_earlier_core_run`). HBM is
+  shared by the programs (inputs, ``shared_hbm``).
 
 Checks implemented here: the partition limit at allocation (``err_num_partition_exceed_arch_limit``),
 PSUM/SBUF capacity (``err_buffer_capacity_exceeded``; SBUF overflow spills), bounds under masks
@@ -436,6 +440,8 @@ class NeuronCoreSim:
             busy_ns = self.timeline.cycles_to_ns(engine, cycles) if engine and engine != "dma" else 0.0
         if self.launch is not None:
             self.launch.instructions += 1
+            if self.launch.interleave and not self._instr_stack:
+                self.launch.let_earlier_core_run(self)
         else:
             self._own_instructions += 1
         return Instr(self, name, engine, busy_ns, latency_ns)
@@ -566,6 +572,7 @@ class Launch:
         self._done: set[int] = set()
         self._order: list[int] = []
         self._aborted = False
+        self.interleave = False     # set by run(): one program per core, interleaved by simulated time
 
     # ---- merged view for the cost model ------------------------------------------------------------
     @property
@@ -682,6 +689,34 @@ class Launch:
                 self._wait_turn(me, what)
             return self._mail[key].pop(0)
 
+    def let_earlier_core_run(self, sim: NeuronCoreSim) -> None:
+        """Before ``sim`` issues its next instruction, hand control to the program of another core whose
+        simulated clock (:meth:`.cost_model.Timeline.now`) is earlier, and wait until it is this
+        program's turn again.
+
+        On hardware the cores of a logical NeuronCore run at the same time, so between two
+        synchronisation points their instructions interleave by time. Running one core up to its
+        next ``core_barrier`` before the other starts would put the other core's early writes to
+        shared HBM (e.g. zeroing its share of an output) after this core's later writes to the same
+        elements, a silent wrong result; interleaving by the cost model's clocks keeps the order
+        the hardware has.
+        """
+        mine = sim.core.timeline.now()
+        best: NeuronCoreSim | None = None
+        for s in self.sims:
+            if s.core is sim.core or s.instance in self._done or s.instance in self._waiting:
+                continue
+            t = s.core.timeline.now()
+            if t < mine and (best is None or t < best.core.timeline.now()):
+                best = s
+        if best is None:
+            return
+        me = sim.instance
+        with self._baton.cond:
+            self._baton.owner = best.instance
+            self._baton.cond.notify_all()
+            self._wait_turn(me, "instruction issue")
+
     # ---- running ---------------------------------------------------------------------------------------
     def run(self, fn: Callable, make_args: Callable[[NeuronCoreSim], tuple]) -> Any:
         """Run ``fn`` for every program instance; return the first instance's return value."""
@@ -696,6 +731,7 @@ class Launch:
                 core_idx = 0
             sims.append(NeuronCoreSim(self.platform, self, self.cores[core_idx], tuple(pt), n))
         self.sims = sims
+        self.interleave = self.lnc > 1 and len({id(s.core) for s in sims}) == len(sims)
         if self.lnc == 1:
             first = None
             for sim in sims:
