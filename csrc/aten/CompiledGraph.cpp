@@ -270,101 +270,84 @@ PyObject* empty_strided_neuron(
   END_HANDLE_TH_ERRORS
 }
 
-PyObject* mm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// The extern products a wrapper calls. Each is Inductor's `extern_kernels.<op>(..., out=buf)`:
+// on operands the CPU kernel can read in place it runs on aliases (at::cpu::<op>_out, no
+// dispatcher), otherwise the eager device path with its errors; either way it returns `out`.
+using ProductFn = at::Tensor& (*)(at::Tensor&, const at::Tensor&, const at::Tensor&);
+using BiasedProductFn = at::Tensor& (*)(at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                        const at::Tensor&, const c10::Scalar&, const c10::Scalar&);
+using CpuBiasedProductFn = at::Tensor& (*)(at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                           const at::Tensor&, const c10::Scalar&, const c10::Scalar&);
+
+constexpr char kMmOut[] = "aten::mm.out";
+constexpr char kBmmOut[] = "aten::bmm.out";
+constexpr char kAddmmOut[] = "aten::addmm.out";
+constexpr char kBaddbmmOut[] = "aten::baddbmm.out";
+
+// out = self @ mat2 (mm, bmm); arguments (self, mat2, *, out).
+template <const char* Fn, const char* Tracked, ProductFn Eager, ProductFn Cpu>
+PyObject* product_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   HANDLE_TH_ERRORS
-  static constexpr const char* kFn = "_mm_out";
   std::array<PyObject*, 3> s;
-  match_arguments(kFn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
-  const at::Tensor& mat2 = tensor_argument(s[1], kFn, "mat2");
-  const at::Tensor& out = tensor_argument(s[2], kFn, "out");
+  match_arguments(Fn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
+  const at::Tensor& self = tensor_argument(s[0], Fn, "self");
+  const at::Tensor& mat2 = tensor_argument(s[1], Fn, "mat2");
+  const at::Tensor& out = tensor_argument(s[2], Fn, "out");
   const std::array<const at::Tensor*, 2> operands{&self, &mat2};
   if (needs_eager_path(operands, out)) {
     pybind11::gil_scoped_release no_gil;
     at::Tensor o = out;
-    at::mm_out(o, self, mat2);
+    Eager(o, self, mat2);
     return return_out(s[2]);
   }
-  run_on_aliases(out, operands, [](std::array<at::Tensor, 3>& a) { at::cpu::mm_out(a[2], a[0], a[1]); });
-  TRACK_COMPILED("aten::mm.out");
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 3>& a) { Cpu(a[2], a[0], a[1]); });
+  track_op(static_cast<const void*>(Tracked), Tracked, false);
   return return_out(s[2]);
   END_HANDLE_TH_ERRORS
 }
 
-PyObject* bmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// out = beta * self + alpha * (m1 @ m2) (addmm, baddbmm); arguments (self, m1, m2, beta, alpha, *,
+// out) with the names of `Names`; beta or alpha other than 1 takes the eager path.
+template <const char* Fn, const char* Tracked, const char* const* Names, BiasedProductFn Eager,
+          CpuBiasedProductFn Cpu>
+PyObject* biased_product_out(
+    PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   HANDLE_TH_ERRORS
-  static constexpr const char* kFn = "_bmm_out";
-  std::array<PyObject*, 3> s;
-  match_arguments(kFn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
-  const at::Tensor& mat2 = tensor_argument(s[1], kFn, "mat2");
-  const at::Tensor& out = tensor_argument(s[2], kFn, "out");
-  const std::array<const at::Tensor*, 2> operands{&self, &mat2};
-  if (needs_eager_path(operands, out)) {
-    pybind11::gil_scoped_release no_gil;
-    at::Tensor o = out;
-    at::bmm_out(o, self, mat2);
-    return return_out(s[2]);
-  }
-  run_on_aliases(out, operands, [](std::array<at::Tensor, 3>& a) { at::cpu::bmm_out(a[2], a[0], a[1]); });
-  TRACK_COMPILED("aten::bmm.out");
-  return return_out(s[2]);
-  END_HANDLE_TH_ERRORS
-}
-
-PyObject* addmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  HANDLE_TH_ERRORS
-  static constexpr const char* kFn = "_addmm_out";
   std::array<PyObject*, 6> s;
-  match_arguments(kFn, std::array<const char*, 6>{"self", "mat1", "mat2", "beta", "alpha", "out"}, 3,
+  match_arguments(Fn, std::array<const char*, 6>{"self", Names[0], Names[1], "beta", "alpha", "out"}, 3,
                   args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
-  const at::Tensor& mat1 = tensor_argument(s[1], kFn, "mat1");
-  const at::Tensor& mat2 = tensor_argument(s[2], kFn, "mat2");
-  const at::Tensor& out = tensor_argument(s[5], kFn, "out");
-  const std::array<const at::Tensor*, 3> operands{&self, &mat1, &mat2};
+  const at::Tensor& self = tensor_argument(s[0], Fn, "self");
+  const at::Tensor& m1 = tensor_argument(s[1], Fn, Names[0]);
+  const at::Tensor& m2 = tensor_argument(s[2], Fn, Names[1]);
+  const at::Tensor& out = tensor_argument(s[5], Fn, "out");
+  const std::array<const at::Tensor*, 3> operands{&self, &m1, &m2};
   if (!is_one(s[3]) || !is_one(s[4]) || needs_eager_path(operands, out)) {
-    const c10::Scalar beta = scalar_argument(s[3], kFn, "beta");
-    const c10::Scalar alpha = scalar_argument(s[4], kFn, "alpha");
+    const c10::Scalar beta = scalar_argument(s[3], Fn, "beta");
+    const c10::Scalar alpha = scalar_argument(s[4], Fn, "alpha");
     pybind11::gil_scoped_release no_gil;
     at::Tensor o = out;
-    at::addmm_out(o, self, mat1, mat2, beta, alpha);
+    Eager(o, self, m1, m2, beta, alpha);
     return return_out(s[5]);
   }
-  run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) {
-    at::cpu::addmm_out(a[3], a[0], a[1], a[2]);
-  });
-  TRACK_COMPILED("aten::addmm.out");
+  run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) { Cpu(a[3], a[0], a[1], a[2], 1, 1); });
+  track_op(static_cast<const void*>(Tracked), Tracked, false);
   return return_out(s[5]);
   END_HANDLE_TH_ERRORS
 }
 
-PyObject* baddbmm_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  HANDLE_TH_ERRORS
-  static constexpr const char* kFn = "_baddbmm_out";
-  std::array<PyObject*, 6> s;
-  match_arguments(kFn, std::array<const char*, 6>{"self", "batch1", "batch2", "beta", "alpha", "out"},
-                  3, args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], kFn, "self");
-  const at::Tensor& batch1 = tensor_argument(s[1], kFn, "batch1");
-  const at::Tensor& batch2 = tensor_argument(s[2], kFn, "batch2");
-  const at::Tensor& out = tensor_argument(s[5], kFn, "out");
-  const std::array<const at::Tensor*, 3> operands{&self, &batch1, &batch2};
-  if (!is_one(s[3]) || !is_one(s[4]) || needs_eager_path(operands, out)) {
-    const c10::Scalar beta = scalar_argument(s[3], kFn, "beta");
-    const c10::Scalar alpha = scalar_argument(s[4], kFn, "alpha");
-    pybind11::gil_scoped_release no_gil;
-    at::Tensor o = out;
-    at::baddbmm_out(o, self, batch1, batch2, beta, alpha);
-    return return_out(s[5]);
-  }
-  run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) {
-    at::cpu::baddbmm_out(a[3], a[0], a[1], a[2]);
-  });
-  TRACK_COMPILED("aten::baddbmm.out");
-  return return_out(s[5]);
-  END_HANDLE_TH_ERRORS
-}
+constexpr char kMmFn[] = "_mm_out";
+constexpr char kBmmFn[] = "_bmm_out";
+constexpr char kAddmmFn[] = "_addmm_out";
+constexpr char kBaddbmmFn[] = "_baddbmm_out";
+constexpr const char* kMatNames[] = {"mat1", "mat2"};
+constexpr const char* kBatchNames[] = {"batch1", "batch2"};
+
+constexpr auto mm_out = &product_out<kMmFn, kMmOut, &at::mm_out, &at::cpu::mm_out>;
+constexpr auto bmm_out = &product_out<kBmmFn, kBmmOut, &at::bmm_out, &at::cpu::bmm_out>;
+constexpr auto addmm_out =
+    &biased_product_out<kAddmmFn, kAddmmOut, kMatNames, &at::addmm_out, &at::cpu::addmm_out>;
+constexpr auto baddbmm_out =
+    &biased_product_out<kBaddbmmFn, kBaddbmmOut, kBatchNames, &at::baddbmm_out, &at::cpu::baddbmm_out>;
 
 #define FASTCALL(FN) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FN))
 
