@@ -102,6 +102,17 @@ class Outcome:
             raise ValueError(f"Outcome status must be one of {STATUSES}, got {self.status!r}")
 
 
+def judged_against_cpu_inductor(outcome: Outcome, same: Outcome) -> Outcome:
+    """The verdict of a compiled check that failed against CPU eager (``outcome``), given ``same``:
+    the device's result compared with CPU Inductor's. Equal: listed apart as Inductor's own difference
+    (``CPU_FAIL``, both distances in the reason); otherwise the original failure stands."""
+    if same.status != PASS:
+        return outcome
+    return Outcome(CPU_FAIL, f"CPU Inductor (torch.compile on the CPU) gives the same result: {outcome.reason} "
+                             f"against CPU eager, and the device equals CPU Inductor within {same.max_diff:.1e}",
+                   outcome.max_diff)
+
+
 @dataclass
 class Report:
     """All checks of one architecture.

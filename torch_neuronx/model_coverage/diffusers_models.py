@@ -26,8 +26,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .checks import (CPU_FAIL, FAIL, PASS, Check, Outcome, Report, compare_train, error_reason, parameter_grads,
-                     replicas, run_check)
+from .checks import (FAIL, Check, Outcome, Report, compare_train, error_reason, parameter_grads,
+                     judged_against_cpu_inductor, replicas, run_check)
 from .encoder import compare_tensors
 
 CHECKS: tuple[Check, ...] = ("forward", "compiled", "train")
@@ -307,11 +307,7 @@ def against_cpu_inductor(outcome: Outcome, got: Any, fresh: Any, inputs: dict[st
     finally:
         torch._dynamo.reset()
     same = compare_tensors(ref, got, atol)
-    if same.status != PASS:
-        return outcome
-    return Outcome(CPU_FAIL, f"CPU Inductor (torch.compile on the CPU) gives the same result: {outcome.reason} "
-                             f"against CPU eager, and the device equals CPU Inductor within {same.max_diff:.1e}",
-                   outcome.max_diff)
+    return judged_against_cpu_inductor(outcome, same)
 
 
 def _train(model: Any, inputs: dict[str, Any]) -> tuple[float, dict[str, Any]]:

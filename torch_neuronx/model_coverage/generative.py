@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .checks import (CPU_FAIL, FAIL, PASS, SKIP, Check, Outcome, Report, compare_generation, error_reason,
-                     replicas, run_check)
+from .checks import (CPU_FAIL, FAIL, SKIP, Check, Outcome, Report, compare_generation, error_reason,
+                     judged_against_cpu_inductor, replicas, run_check)
 
 #: The checks of a generative family, in order.
 GENERATIVE_CHECKS: tuple[Check, ...] = ("generate", "compiled")
@@ -89,11 +89,7 @@ def against_cpu_inductor(outcome: Outcome, got: tuple[Any, Any] | BaseException,
     if isinstance(got, BaseException):
         return outcome
     same = compare_generation(ref, got, atol)
-    if same.status != PASS:
-        return outcome
-    return Outcome(CPU_FAIL, f"CPU Inductor (torch.compile on the CPU) gives the same result: {outcome.reason} "
-                             f"against CPU eager, and the device equals CPU Inductor within {same.max_diff:.1e}",
-                   outcome.max_diff)
+    return judged_against_cpu_inductor(outcome, same)
 
 
 def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Callable[[Any], dict[str, Any]], *,
