@@ -15,6 +15,20 @@ from .. import _C
 
 _alias = _C._cpu_alias
 
+#: Dtypes gloo (the transport) moves and reduces as they are (measured on torch 2.13: every other
+#: dtype fails inside the transfer with "Invalid scalar type"). Complex tensors are handled by
+#: ``torch.distributed`` itself (it passes ``view_as_real`` views).
+GLOO_DTYPES = frozenset({
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+    torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128,
+})
+
+#: For a collective that only moves bytes (broadcast, gathers, scatter, all-to-all, send/recv),
+#: the gloo dtype of the same item size that carries a tensor gloo cannot move itself (float8,
+#: int16, uint16/32/64): the bytes are copied unchanged, never converted, as NCCL moves float8 as
+#: ``ncclUint8``.
+_CARRIER = {1: torch.uint8, 2: torch.float16, 4: torch.int32, 8: torch.int64}
+
 
 def contiguous_aliases(tensors: torch.Tensor | Sequence[Any]) -> Any:
     """CPU aliases of a tensor, a list of tensors or a list of lists (same nesting), or None.
@@ -41,6 +55,40 @@ def contiguous_aliases(tensors: torch.Tensor | Sequence[Any]) -> Any:
             return None
         out.append(alias)
     return out
+
+
+def byte_carriers(aliases: Any) -> Any:
+    """``aliases`` (a tensor, a list or a list of lists) with every tensor of a dtype gloo
+    cannot move re-viewed as the gloo dtype of the same item size (same shape, same bytes).
+
+    Only for collectives that copy bytes without arithmetic; a reduction must be refused
+    instead (:func:`check_reducible`).
+    """
+    if isinstance(aliases, torch.Tensor):
+        return aliases if aliases.dtype in GLOO_DTYPES else aliases.view(_CARRIER[aliases.element_size()])
+    return [byte_carriers(a) for a in aliases]
+
+
+def check_reducible(op: str, tensors: torch.Tensor | Sequence[Any]) -> None:
+    """Refuses a reduction ``op`` on a dtype the transport cannot reduce, before any rank waits.
+
+    Raises:
+        TypeError: for float8, int16, uint16, uint32 or uint64 tensors, naming the dtype and the
+            fix (reduce in a wider dtype, e.g. ``t.float()`` / ``t.int()``, then cast back). NCCL
+            refuses float8 reductions the same way.
+    """
+    if isinstance(tensors, torch.Tensor):
+        if tensors.dtype not in GLOO_DTYPES:
+            raise TypeError(
+                f"'neuron' process group: {op} cannot reduce {tensors.dtype} tensors (the transport "
+                f"reduces float32/float64/float16/bfloat16, int8/uint8/int32/int64 and bool). Reduce "
+                f"a copy in a wider dtype (e.g. t.float() or t.int()) and cast the result back; "
+                f"collectives that only move data (broadcast, all_gather, scatter, all_to_all, "
+                f"send/recv) accept {tensors.dtype} as it is."
+            )
+        return
+    for t in tensors:
+        check_reducible(op, t)
 
 
 def cpu_alias(tensor: torch.Tensor) -> torch.Tensor:

@@ -37,7 +37,7 @@ from torch.distributed.distributed_c10d import AllgatherOptions  # not re-export
 
 from ..estimate import active as _estimate
 from . import health
-from .aliases import contiguous_aliases, cpu_alias
+from .aliases import GLOO_DTYPES, byte_carriers, check_reducible, contiguous_aliases, cpu_alias
 from .work import NeuronWork
 
 BACKEND_NAME = "neuron"
@@ -160,6 +160,23 @@ class NeuronProcessGroup(dist.ProcessGroup):
             f"global_ranks={self._global_ranks})"
         )
 
+    def _get_backend(self, device: Any) -> Any:  # (a C++ method on the base class)
+        """Refuses, with the reason and what to do instead: this Python process group has no
+        per-device c10d backend objects to hand out (PyTorch cannot build a ``Backend`` in
+        Python), so ``init_process_group("neuron", device_id=...)``, ``split_group`` and other
+        callers of ``ProcessGroup._get_backend`` are not supported.
+
+        Raises:
+            RuntimeError: always.
+        """
+        raise RuntimeError(
+            f"the 'neuron' process group has no per-device c10d backend for {device}: "
+            f"init_process_group('neuron', device_id=...) and dist.split_group are not supported. "
+            f"Bind each rank to its NeuronCore with torch.neuron.set_device(local_rank) (torchrun's "
+            f"LOCAL_RANK already selects it) and create sub-groups with dist.new_group(ranks) or "
+            f"init_device_mesh('neuron', ...)."
+        )
+
     # ------------------------------------------------------------------ plumbing
     def _explain(self, op: str, err: BaseException) -> BaseException:
         """The error to raise when ``op`` failed with transport error ``err``."""
@@ -191,11 +208,16 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 f"{where}, and the rendezvous store cannot be reached: its host ({host}) is gone, "
                 f"so the missing rank is not known. Transport error: {err}"
             )
-        else:
+        elif "timed out" in str(err).lower():
             msg = (
                 f"{where} although every rank of the group is alive: a rank is stuck or the ranks "
                 f"issued different collectives (timeout {self._timeout.total_seconds():g} s). "
                 f"Transport error: {err}"
+            )
+        else:  # not a timeout: the transfer itself failed, at once
+            msg = (
+                f"{where}: {err}. Every rank of the group is alive; check that every rank issued "
+                f"the same collective with tensors of the same size and dtype."
             )
         return dist.DistBackendError(msg)
 
@@ -226,6 +248,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         opts: Any = None,
         opts_type: Callable[[], Any] | None = None,
         result: list[torch.Tensor] | None = None,
+        reduces: bool = False,
     ) -> NeuronWork:
         """Runs one collective on CPU aliases of its tensors and returns its handle.
 
@@ -234,8 +257,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
         ``opts_type()``). ``outputs`` and ``inputs`` are a tensor, a list or a list of lists;
         ``read`` says the collective also reads its outputs (in-place reductions). Non-contiguous
         outputs are staged and copied back when the work completes. The future resolves to
-        ``result`` (default: the outputs, flattened).
+        ``result`` (default: the outputs, flattened). ``reduces``: the collective does arithmetic
+        on the data, so a dtype the transport cannot reduce is refused (``TypeError``) before any
+        transfer; a collective that only moves data carries such a tensor (float8, int16, ...) as
+        the same bytes in a dtype the transport moves.
+
+        Raises:
+            TypeError: a reduction of a float8/int16/uint16/uint32/uint64 tensor (see
+                :func:`.aliases.check_reducible`).
         """
+        if reduces:
+            check_reducible(op, outputs if outputs is not None else [])
         # Contiguous tensors (the usual case) are aliased as they are; staging only when needed.
         st: _Staging | None = None
         args: list[Any] = []
@@ -253,6 +285,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 st = st or _Staging()
                 in_aliases = st.inputs(inputs)
             args.append(in_aliases)
+        if not reduces:
+            for i, a in enumerate(args):
+                if any(t.dtype not in GLOO_DTYPES for t in _flat(a)):
+                    args[i] = byte_carriers(a)
         if extra:
             args.extend(extra)
         if opts_type is not None:
@@ -282,24 +318,25 @@ class NeuronProcessGroup(dist.ProcessGroup):
         """All-reduce each tensor in place (any shape, any dtype gloo reduces).
 
         Raises:
-            RuntimeError: from gloo for ``PREMUL_SUM`` or a dtype it cannot reduce.
+            RuntimeError: from gloo for ``PREMUL_SUM``.
+            TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64).
         """
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
-                                opts=opts, opts_type=dist.AllreduceOptions)
+                                opts=opts, opts_type=dist.AllreduceOptions, reduces=True)
 
     def allreduce_coalesced(
         self, tensors: list[torch.Tensor], opts: dist.AllreduceCoalescedOptions | None = None
     ) -> NeuronWork:
         """All-reduce a list of same-dtype tensors in one transfer."""
         return self._collective("all_reduce_coalesced", self._gloo.allreduce_coalesced, outputs=tensors,
-                                read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions)
+                                read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions, reduces=True)
 
     def reduce(  # type: ignore[override]
         self, tensors: list[torch.Tensor], opts: dist.ReduceOptions | None = None
     ) -> NeuronWork:
         """Reduce into ``tensors[0]`` of rank ``opts.rootRank`` (others' tensors are scratch)."""
         return self._collective("reduce", self._gloo.reduce, outputs=tensors, read=True,
-                                opts=opts, opts_type=dist.ReduceOptions)
+                                opts=opts, opts_type=dist.ReduceOptions, reduces=True)
 
     def reduce_scatter(  # type: ignore[override]
         self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
@@ -307,14 +344,38 @@ class NeuronProcessGroup(dist.ProcessGroup):
     ) -> NeuronWork:
         """Reduce ``input_lists[0][i]`` over ranks into rank i's ``outputs[0]``."""
         return self._collective("reduce_scatter", self._gloo.reduce_scatter, outputs=outputs, inputs=input_lists,
-                                opts=opts, opts_type=dist.ReduceScatterOptions)
+                                opts=opts, opts_type=dist.ReduceScatterOptions, reduces=True)
+
+    def _check_sizes(self, op: str, big: torch.Tensor, small: torch.Tensor, big_name: str) -> None:
+        """The one size rule of the ``*_tensor`` collectives (NCCL's): ``big`` holds exactly
+        ``size`` times the elements of ``small``, in any shape."""
+        if big.numel() != self.size() * small.numel():
+            raise ValueError(
+                f"'neuron' process group: {op} needs the {big_name} tensor to hold world size "
+                f"({self.size()}) times the elements of the other ({small.numel()}), i.e. "
+                f"{self.size() * small.numel()}, got {big.numel()} (shape {tuple(big.shape)}). "
+                f"Use shape ({self.size()}·n, ...) (concatenated) or ({self.size()}, n, ...) (stacked)."
+            )
+
+    def _flat_reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, opts: Any) -> dist.Work:
+        # Contiguous aliases (staged if need be): any shape with the right element count works.
+        return self._gloo._reduce_scatter_base(out.view(-1), inp.view(-1), opts)
+
+    def _flat_allgather(self, out: torch.Tensor, inp: torch.Tensor, opts: Any) -> dist.Work:
+        return self._gloo._allgather_base(out.view(-1), inp.view(-1), opts)
 
     def reduce_scatter_single(
         self, output: torch.Tensor, input: torch.Tensor, opts: dist.ReduceScatterOptions | None = None
     ) -> NeuronWork:
-        """``reduce_scatter_tensor``: input ``(size·n, ...)`` → output ``(n, ...)``, chunk = rank."""
-        return self._collective("reduce_scatter_tensor", self._gloo._reduce_scatter_base, outputs=output,
-                                inputs=input, opts=opts, opts_type=dist.ReduceScatterOptions)
+        """``reduce_scatter_tensor``: input ``(size·n, ...)`` or ``(size, n, ...)`` (any shape of
+        ``size`` times the output's elements) → output, chunk = rank.
+
+        Raises:
+            ValueError: the input does not hold ``size`` times the output's elements.
+        """
+        self._check_sizes("reduce_scatter_tensor", input, output, "input")
+        return self._collective("reduce_scatter_tensor", self._flat_reduce_scatter, outputs=output,
+                                inputs=input, opts=opts, opts_type=dist.ReduceScatterOptions, reduces=True)
 
     _reduce_scatter_base = reduce_scatter_single  # type: ignore[assignment]
 
@@ -350,8 +411,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def all_gather_single(
         self, output: torch.Tensor, input: torch.Tensor, opts: AllgatherOptions | None = None
     ) -> NeuronWork:
-        """``all_gather_into_tensor``: input ``(n, ...)`` → output ``(size·n, ...)`` in rank order."""
-        return self._collective("all_gather_into_tensor", self._gloo._allgather_base, outputs=output,
+        """``all_gather_into_tensor``: input ``(n, ...)`` → output ``(size·n, ...)``, ``(size, n, ...)``
+        or any shape of ``size`` times the input's elements, in rank order.
+
+        Raises:
+            ValueError: the output does not hold ``size`` times the input's elements.
+        """
+        self._check_sizes("all_gather_into_tensor", output, input, "output")
+        return self._collective("all_gather_into_tensor", self._flat_allgather, outputs=output,
                                 inputs=input, opts=opts, opts_type=AllgatherOptions)
 
     _allgather_base = all_gather_single

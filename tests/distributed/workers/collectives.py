@@ -192,6 +192,66 @@ def run_case(group, gloo, dtype, strided: bool) -> None:
     dist.barrier(group=group, device_ids=[DEV.index])
 
 
+def raw(shape, salt: int, dtype, rank: int = RANK) -> torch.Tensor:
+    """Random bytes for (rank, salt) viewed as ``dtype`` (any bit pattern, NaNs included), on CPU."""
+    g = torch.Generator().manual_seed(7000 * rank + salt)
+    n = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+    return torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def same_bytes(name: str, got: torch.Tensor, want: torch.Tensor) -> None:
+    global checks
+    assert got.device.type == "neuron" and got.dtype == want.dtype, (name, got.device, got.dtype)
+    if not torch.equal(got.cpu().contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)):
+        raise AssertionError(f"{name}: bytes differ: {got.cpu().flatten()[:4]} != {want.flatten()[:4]}")
+    checks += 1
+
+
+def moved_as_bytes(dtype) -> None:
+    """Dtypes the transport cannot reduce (float8, int16, uint32) still move bit for bit in the
+    collectives that do no arithmetic (as NCCL moves float8), and a reduction of them is refused
+    at once with a TypeError on every rank instead of failing inside the transfer."""
+    global checks
+    S, root = 5, WORLD - 1
+    x = raw((S,), 1, dtype)
+    t = x.to(DEV)
+    dist.broadcast(t, src=root)
+    same_bytes(f"{dtype} broadcast", t, raw((S,), 1, dtype, rank=root))
+    out = torch.empty(WORLD * S, dtype=dtype, device=DEV)
+    dist.all_gather_into_tensor(out, raw((S,), 2, dtype).to(DEV))
+    same_bytes(f"{dtype} all_gather_into_tensor", out, torch.cat([raw((S,), 2, dtype, rank=r) for r in range(WORLD)]))
+    outs = [torch.empty(2, S, dtype=dtype, device=DEV) for _ in range(WORLD)]
+    dist.all_gather(outs, raw((2, S), 3, dtype).to(DEV))
+    for r in range(WORLD):
+        same_bytes(f"{dtype} all_gather[{r}]", outs[r], raw((2, S), 3, dtype, rank=r))
+    # uneven all_to_all_single: rank r sends (r + j) % 2 + 1 rows of width 3 to rank j
+    rows = [(RANK + j) % 2 + 1 for j in range(WORLD)]
+    mine = raw((sum(rows), 3), 4, dtype)
+    got_rows = [(j + RANK) % 2 + 1 for j in range(WORLD)]
+    out = torch.empty(sum(got_rows), 3, dtype=dtype, device=DEV)
+    dist.all_to_all_single(out, mine.to(DEV), got_rows, rows)
+    want = []
+    for j in range(WORLD):
+        theirs = raw((sum((j + k) % 2 + 1 for k in range(WORLD)), 3), 4, dtype, rank=j)
+        start = sum((j + k) % 2 + 1 for k in range(RANK))
+        want.append(theirs[start:start + got_rows[j]])
+    same_bytes(f"{dtype} all_to_all_single uneven", out, torch.cat(want))
+    nxt, prv = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    out = torch.empty(S, dtype=dtype, device=DEV)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, raw((S,), 5, dtype).to(DEV), nxt),
+                                   dist.P2POp(dist.irecv, out, prv)])
+    for req in reqs:
+        req.wait()
+    same_bytes(f"{dtype} send/recv", out, raw((S,), 5, dtype, rank=prv))
+    try:
+        dist.all_reduce(torch.zeros(S, dtype=dtype, device=DEV))
+    except TypeError as e:
+        assert str(dtype) in str(e) and "wider dtype" in str(e), e
+        checks += 1
+    else:
+        raise AssertionError(f"all_reduce of {dtype} was not refused")
+
+
 def objects() -> None:
     """Object collectives (what accelerate and the HF Trainer use) on the default group."""
     global checks
@@ -205,6 +265,7 @@ def objects() -> None:
 
 
 def main() -> None:
+    global checks
     gloo_world = dist.new_group(backend="gloo")
     sub_ranks = [r for r in range(WORLD) if r != 1]
     sub = dist.new_group(sub_ranks)  # backend "neuron", like the default group
@@ -217,12 +278,34 @@ def main() -> None:
             if RANK in sub_ranks:
                 run_case(sub, gloo_sub, dtype, strided)
     objects()
+    for dtype in (torch.float8_e4m3fn, torch.int16, torch.uint32):
+        moved_as_bytes(dtype)
     # Multi-dimensional all_gather_into_tensor / reduce_scatter_tensor (FSDP2's shape: dim 0)
     x = data((3, 4), 200, torch.float32)
     out, ref = torch.empty(WORLD * 3, 4, device=DEV), torch.empty(WORLD * 3, 4)
     dist.all_gather_into_tensor(out, x.to(DEV))
     dist.all_gather_into_tensor(ref, x.clone(), group=gloo_world)
     check("2-d all_gather_into_tensor", [out], [ref])
+    # The other output layouts PyTorch documents / NCCL accepts: stacked (WORLD, 3, 4) and flat
+    # (accelerate's gather); reduce_scatter_tensor from a stacked input. Any shape of the right
+    # element count works; a wrong count is a ValueError naming both counts, on every rank.
+    for shape in [(WORLD, 3, 4), (WORLD * 12,)]:
+        out = torch.full(shape, NAN, device=DEV)
+        dist.all_gather_into_tensor(out, x.to(DEV))
+        check(f"all_gather_into_tensor into {shape}", [out], [ref.reshape(shape)])
+    xs = data((WORLD, 3, 4), 201, torch.float32)
+    out = torch.full((3, 4), NAN, device=DEV)
+    dist.reduce_scatter_tensor(out, xs.to(DEV))
+    want = sum(data((WORLD, 3, 4), 201, torch.float32, rank=r)[RANK] for r in range(WORLD))
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-6, atol=1e-6)
+    checks += 1
+    try:
+        dist.all_gather_into_tensor(torch.empty(WORLD * 12 + 1, device=DEV), x.to(DEV))
+    except ValueError as e:
+        assert str(WORLD * 12) in str(e) and str(WORLD * 12 + 1) in str(e), e
+        checks += 1
+    else:
+        raise AssertionError("a wrong-size all_gather_into_tensor output was not refused")
     dist.barrier(device_ids=[DEV.index])
     say("CHECKS", checks)
     dist.destroy_process_group()
