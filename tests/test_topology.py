@@ -50,12 +50,21 @@ def test_parse_bytes(text, expected):
     ({"NEURON_RT_VISIBLE_CORES": "3-1"}, "NEURON_RT_VISIBLE_CORES"),
     ({"TORCH_NEURONX_HBM_PER_CORE": "lots"}, "TORCH_NEURONX_HBM_PER_CORE"),
     ({"LOCAL_RANK": "5"}, "LOCAL_RANK"),
+    ({"LOCAL_RANK": "-2"}, "LOCAL_RANK=-2 is negative"),
     ({"TORCH_NEURONX_HBM_PER_CORE": "1.5"}, "must be whole"),
     ({"NEURON_RT_VISIBLE_CORES": "2,2"}, "more than once"),
 ])
 def test_bad_values_name_the_variable(env, needle):
     with pytest.raises(TopologyError, match=needle):
         read_topology(env)
+
+
+def test_local_rank_minus_one_means_a_single_process():
+    """-1 is the usual "not one of several local processes" value (transformers'
+    TrainingArguments.local_rank default): device 0, every core visible."""
+    t = read_topology({"LOCAL_RANK": "-1"})
+    assert (t.default_device, t.device_count) == (0, 4)
+    assert read_topology({"LOCAL_RANK": "3"}).default_device == 3
 
 
 def test_parse_core_list():

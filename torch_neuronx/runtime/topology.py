@@ -13,7 +13,8 @@ Variables (all optional):
 * ``TORCH_NEURONX_HBM_PER_CORE`` — HBM capacity of each logical core
   (``"64MiB"``, ``"2GiB"``, ``"1.5GB"`` or plain bytes); default: the chip's
   HBM divided among its logical cores (24 GiB at LNC=2 on trn2).
-* ``LOCAL_RANK`` — the process's current device defaults to it (torchrun).
+* ``LOCAL_RANK`` — the process's current device defaults to it (torchrun); ``-1`` (the usual
+  "not one of several local processes" value) counts as unset.
 
 Bad values raise :class:`TopologyError` naming the variable and the fix.
 """
@@ -200,7 +201,16 @@ def read_topology(env: Mapping[str, str] | None = None) -> Topology:
             rank = int(local_rank)
         except ValueError:
             raise TopologyError(f"LOCAL_RANK={local_rank!r} is not an integer") from None
-        if len(visible) == 1:
+        if rank == -1:
+            # The conventional "not launched as one of several local processes" value
+            # (transformers' TrainingArguments.local_rank default, exported by some scripts).
+            default_device = 0
+        elif rank < -1:
+            raise TopologyError(
+                f"LOCAL_RANK={rank} is negative: it must be the process's index on its node "
+                f"(0, 1, ...), or -1 / unset for a single process"
+            )
+        elif len(visible) == 1:
             # One core per process (torchrun with per-rank NEURON_RT_VISIBLE_CORES).
             default_device = 0
         elif 0 <= rank < len(visible):
