@@ -94,3 +94,11 @@ def test_gradient_checkpointing_restores_device_rng(reentrant):
     checkpoint(net, x, use_reentrant=reentrant).sum().backward()
     for p, r in zip(net.parameters(), ref, strict=True):
         assert torch.equal(p.grad.cpu(), r)
+
+
+def test_default_generators_tuple_like_cuda():
+    gens = torch.neuron.default_generators
+    assert isinstance(gens, tuple) and len(gens) == torch.neuron.device_count()
+    assert all(isinstance(g, torch.Generator) and g.device == torch.device("neuron", i) for i, g in enumerate(gens))
+    gens[1].manual_seed(123)
+    assert torch.neuron.default_generator(1).initial_seed() == 123

@@ -5,6 +5,8 @@ import torch
 def test_streams():
     s = torch.neuron.Stream(priority=-1)
     assert isinstance(s, torch.Stream) and s.device == torch.device("neuron:0")
+    # one priority level: a requested priority is clamped into the range, as on CUDA
+    assert torch.neuron.Stream.priority_range() == (0, 0) and s.priority == 0
     cur = torch.neuron.current_stream()
     assert cur == torch.neuron.default_stream() and cur != s
     s.wait_stream(cur)

@@ -34,6 +34,7 @@ from .memory import (
 )
 from .properties import NeuronDeviceProperties, get_device_capability, get_device_name, get_device_properties
 from .random import (
+    all_default_generators,
     default_generator,
     get_rng_state,
     get_rng_state_all,
@@ -171,6 +172,9 @@ def register_lazy_attribute(name: str, factory: Callable[[], Any]) -> None:
     caches if it must). Used for the attributes Inductor reads from a device module
     (``Scheduling``, ``PythonWrapperCodegen``, ``CppWrapperCodegen``), which import Inductor."""
     _LAZY_ATTRIBUTES[name] = factory
+
+
+register_lazy_attribute("default_generators", all_default_generators)
 
 
 def __getattr__(name: str):

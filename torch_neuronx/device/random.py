@@ -26,6 +26,12 @@ def default_generator(device: DeviceLike = None) -> torch.Generator:
     return _generator(device)
 
 
+def all_default_generators() -> tuple[torch.Generator, ...]:
+    """Every visible device's default generator, by index (what ``torch.cuda.default_generators``
+    holds); served as the attribute ``torch.neuron.default_generators``."""
+    return tuple(_C._default_generator(i) for i in _all_indices())
+
+
 def manual_seed(seed: int) -> None:
     """Seeds the current device's default generator."""
     _generator().manual_seed(int(seed))

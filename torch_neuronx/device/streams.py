@@ -21,12 +21,24 @@ class Stream(torch.Stream):
 
     Args:
         device: neuron device (default current).
-        priority: accepted for CUDA compatibility (FSDP2 passes -1); ignored.
+        priority: requested priority (FSDP2 passes -1); clamped to the device's one level, 0,
+            as CUDA clamps a priority to its range (see :meth:`priority_range`).
     """
 
     def __new__(cls, device: DeviceLike = None, priority: int = 0, **kwargs):
         index = device_index(device)
         return super().__new__(cls, device=torch.device("neuron", index), priority=priority, **kwargs)
+
+    @property
+    def priority(self) -> int:
+        """This stream's priority: 0, the only level (:meth:`priority_range`)."""
+        return 0
+
+    @staticmethod
+    def priority_range() -> tuple[int, int]:
+        """``(least, greatest)`` stream priority: ``(0, 0)``. The software NeuronCore runs every op
+        to completion in issue order, so there is one priority level."""
+        return (0, 0)
 
     def wait_stream(self, stream: torch.Stream) -> None:
         """Orders this stream after ``stream`` (a no-op: execution is synchronous)."""
