@@ -13,6 +13,7 @@
 #include <ATen/Functions.h>
 #include <ATen/ops/mul.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -55,6 +56,16 @@ c10::DeviceIndex factory_device(
   return device_from(device);
 }
 
+// torch.use_deterministic_algorithms(True) with
+// torch.utils.deterministic.fill_uninitialized_memory (the default) fills new
+// memory with NaN (floating/complex) or the dtype's max (integers, bool), as
+// the CPU and CUDA kernels of empty/empty_strided/resize_ do, so reads of
+// uninitialized memory show up instead of returning a freed block's bytes.
+bool fill_uninitialized_memory() {
+  const auto& ctx = at::globalContext();
+  return C10_UNLIKELY(ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory());
+}
+
 at::Tensor empty_memory_format(
     c10::IntArrayRef size,
     std::optional<c10::ScalarType> dtype,
@@ -65,12 +76,16 @@ at::Tensor empty_memory_format(
   TRACK("aten::empty.memory_format");
   const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
-  return at::detail::empty_generic(
+  at::Tensor result = at::detail::empty_generic(
       size,
       neuron_allocator(),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::dtype_or_default(dtype),
       memory_format);
+  if (fill_uninitialized_memory()) {
+    at::native::fill_empty_deterministic_(result);
+  }
+  return result;
 }
 
 at::Tensor empty_strided(
@@ -83,12 +98,16 @@ at::Tensor empty_strided(
   TRACK("aten::empty_strided");
   const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
-  return at::detail::empty_strided_generic(
+  at::Tensor result = at::detail::empty_strided_generic(
       size,
       stride,
       neuron_allocator(),
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::dtype_or_default(dtype));
+  if (fill_uninitialized_memory()) {
+    at::native::fill_empty_deterministic_(result);
+  }
+  return result;
 }
 
 // A ZeroTensor: sizes and dtype without memory (a null data pointer), which
@@ -194,8 +213,12 @@ const at::Tensor& resize_(
   impl->set_sizes_contiguous(size);
   const size_t needed = at::detail::computeStorageNbytesContiguous(
       size, impl->dtype().itemsize(), impl->storage_offset());
-  if (needed > impl->unsafe_storage().nbytes()) {
+  const size_t old_nbytes = impl->unsafe_storage().nbytes();
+  if (needed > old_nbytes) {
     resize_storage_bytes(impl->unsafe_storage(), needed);
+    if (fill_uninitialized_memory()) {
+      at::native::fill_resize_deterministic_(self, static_cast<int64_t>(old_nbytes));
+    }
   }
   if (memory_format.has_value()) {
     TORCH_CHECK(
