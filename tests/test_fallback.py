@@ -128,3 +128,29 @@ def test_op_counts_are_exact_across_threads():
     assert torch_neuronx.get_executed_ops() == {}
     torch.add(a, a)  # counted again after a clear (each thread caches its entries)
     assert torch_neuronx.get_executed_ops() == {"aten::add.Tensor": 1}
+
+
+def test_a_cuda_only_op_names_itself_instead_of_a_cpu_backend():
+    """An op PyTorch implements for CUDA only (no CPU kernel for the fallback to run) stops with
+    an error naming the op and the device, not the dispatcher's "'CPU' backend" message."""
+    x = torch.ones(4, device="neuron")
+    with pytest.raises(NotImplementedError, match=r"aten::_fused_dropout has no kernel on this device.*CUDA only"):
+        torch._fused_dropout(x, 0.5)
+
+
+def test_transformer_encoder_fast_path_nested_tensor_is_refused_with_the_fix():
+    """nn.TransformerEncoder's inference fast path builds a nested tensor by itself; on neuron that
+    is a clear NotImplementedError naming enable_nested_tensor=False, which gives the CPU's values."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    x = torch.randn(2, 5, 8)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    enc = torch.nn.TransformerEncoder(layer, 2).eval()
+    with torch.no_grad():
+        want = enc(x, src_key_padding_mask=mask)
+        with pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
+            enc.to("neuron")(x.to("neuron"), src_key_padding_mask=mask.to("neuron"))
+        dense = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+        got = dense.to("neuron")(x.to("neuron"), src_key_padding_mask=mask.to("neuron")).cpu()
+    keep = ~mask[..., None]  # padded positions hold unspecified values in the nested path
+    torch.testing.assert_close(got * keep, want * keep, rtol=1e-5, atol=1e-5)

@@ -242,7 +242,7 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
 
 bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
   if (!cpu_result.defined() || !cpu_result.device().is_cpu() ||
-      cpu_result.layout() != c10::kStrided || !cpu_result.has_storage() ||
+      cpu_result.layout() != c10::kStrided || cpu_result.is_nested() || !cpu_result.has_storage() ||
       !relabelable(cpu_result)) {
     return false;
   }
@@ -271,6 +271,13 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
       "neuron supports only dense (strided) tensors, but this op produced a ", cpu_result.layout(),
       " tensor. NeuronCores have no sparse tensor support: keep sparse tensors on the CPU "
       "(or call .to_dense() before moving to neuron).");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !cpu_result.is_nested(),
+      "neuron supports only dense (strided) tensors, but this op produced a nested tensor. "
+      "NeuronCores have no nested tensor support. PyTorch makes one by itself in the inference "
+      "fast path of nn.TransformerEncoder (eval mode, no grad, a src_key_padding_mask): build "
+      "the encoder with enable_nested_tensor=False (same results), or keep nested tensors on "
+      "the CPU and call .to_padded_tensor() before moving to neuron.");
   c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
   const c10::Device target(kNeuron, device);
   c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();

@@ -349,11 +349,24 @@ void neuron_fallback(
   }
 
 
-  if (call.cpu_result()) {
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
-  } else {
-    RouteAllocationsTo route(device);
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  try {
+    if (call.cpu_result()) {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    } else {
+      RouteAllocationsTo route(device);
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    }
+  } catch (const c10::NotImplementedError&) {
+    if (op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) {
+      throw;  // the CPU kernel itself refused: its message stands
+    }
+    // No CPU kernel at all: an op PyTorch implements for CUDA only but also sends
+    // PrivateUse1 inputs to. The dispatcher's message would blame a "CPU backend".
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        false, "neuron: ", call.name(), " has no kernel on this device: PyTorch implements it "
+        "for CUDA only (there is no CPU kernel to run it with) but calls it for neuron tensors. "
+        "Run this part of the model on the CPU (move its module and inputs with .cpu()) and "
+        "report the op to torch-neuronx.");
   }
 
   call.write_back();
