@@ -13,6 +13,12 @@
 // the eager device-mismatch error, and host-only dtypes (fp64, complex) and
 // non-unit alpha/beta take the eager path unchanged.
 //
+// Two more per-run costs of Inductor's wrapper are cut here: a matmul operand
+// that is a view of a buffer may come described, (base, sizes, strides,
+// offset), instead of as a tensor made by reinterpret_tensor for the one call
+// (its CPU alias takes the geometry); and the wrapper's per-input layout
+// checks (Inductor's assert_size_stride) are one call over all inputs.
+//
 // The functions are plain CPython vectorcall functions (METH_FASTCALL), not
 // pybind11 ones: a decode step of a small Llama calls them ~60 times per
 // token, and pybind11's argument conversion (keyword matching, a std::vector
@@ -117,6 +123,64 @@ const at::Tensor& tensor_argument(PyObject* obj, const char* fn, const char* nam
   return THPVariable_Unpack(obj);
 }
 
+// An operand of an extern product: a tensor, or the view a generated wrapper
+// describes instead of materializing it (`reinterpret_tensor(base, size,
+// stride, offset)` becomes the tuple `(base, size, stride, offset)`: sizes and
+// strides in elements, offset in elements from base's own storage offset).
+// A described view needs no neuron TensorImpl: its CPU alias takes the geometry.
+struct Operand {
+  const at::Tensor* base = nullptr;
+  bool is_view = false;
+  c10::SmallVector<int64_t, 6> size, stride;
+  int64_t offset = 0; // absolute storage offset of the view
+  at::Tensor materialized; // the view as a neuron tensor, made only for the eager path
+
+  // The operand as a neuron tensor (the described view made, as Inductor's
+  // reinterpret_tensor makes it: base's storage, keys and dtype, new geometry).
+  const at::Tensor& tensor() {
+    if (!is_view) {
+      return *base;
+    }
+    if (!materialized.defined()) {
+      materialized = at::detail::make_tensor<c10::TensorImpl>(
+          c10::Storage(base->storage()), base->key_set(), base->dtype());
+      materialized.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride, offset);
+    }
+    return materialized;
+  }
+};
+
+void int_list_argument(
+    PyObject* obj, const char* fn, const char* name, c10::SmallVector<int64_t, 8>& out);
+
+Operand operand_argument(PyObject* obj, const char* fn, const char* name) {
+  Operand op;
+  if (obj != nullptr && PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 4) {
+    op.base = &tensor_argument(PyTuple_GET_ITEM(obj, 0), fn, name);
+    c10::SmallVector<int64_t, 8> size, stride;
+    int_list_argument(PyTuple_GET_ITEM(obj, 1), fn, name, size);
+    int_list_argument(PyTuple_GET_ITEM(obj, 2), fn, name, stride);
+    if (size.size() != stride.size()) {
+      raise_type_error("%s(): view of argument '%s' has %zu sizes but %zu strides", fn, name,
+                       size.size(), stride.size());
+    }
+    PyObject* off = PyTuple_GET_ITEM(obj, 3);
+    const int64_t offset = PyLong_Check(off) ? PyLong_AsLongLong(off) : -1;
+    if (!PyLong_Check(off) || (offset == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      raise_type_error("%s(): view of argument '%s' needs an int offset, not %s", fn, name,
+                       Py_TYPE(off)->tp_name);
+    }
+    op.is_view = true;
+    op.size.assign(size.begin(), size.end());
+    op.stride.assign(stride.begin(), stride.end());
+    op.offset = op.base->storage_offset() + offset;
+    return op;
+  }
+  op.base = &tensor_argument(obj, fn, name);
+  return op;
+}
+
 // A tuple or list of ints (a shape or strides, in elements) into `out`.
 void int_list_argument(
     PyObject* obj, const char* fn, const char* name, c10::SmallVector<int64_t, 8>& out) {
@@ -193,13 +257,14 @@ c10::Scalar scalar_argument(PyObject* x, const char* fn, const char* name) {
 // True when the eager path must run the op: an operand that is not a neuron
 // tensor on out's core (it raises the eager error there), or a host-only dtype
 // (it is counted and warned as a host fallback there).
+// (A described view has its base's device and dtype.)
 template <size_t N>
-bool needs_eager_path(const std::array<const at::Tensor*, N>& operands, const at::Tensor& out) {
+bool needs_eager_path(const std::array<Operand, N>& operands, const at::Tensor& out) {
   if (out.device().type() != kNeuron || is_host_fallback_dtype(out.scalar_type())) {
     return true;
   }
-  for (const at::Tensor* t : operands) {
-    if (t->device() != out.device() || is_host_fallback_dtype(t->scalar_type())) {
+  for (const Operand& op : operands) {
+    if (op.base->device() != out.device() || is_host_fallback_dtype(op.base->scalar_type())) {
       return true;
     }
   }
@@ -208,15 +273,20 @@ bool needs_eager_path(const std::array<const at::Tensor*, N>& operands, const at
 
 // Runs `kernel(out_alias, operand_aliases)` on pooled CPU aliases, without the
 // GIL (as torch's own bindings do), with CPU allocations (workspaces) accounted
-// to out's core; checks that out kept its memory; gives the aliases back.
+// to out's core; checks that out kept its memory; gives the aliases back. The
+// alias of a described view is its base's alias with the view's geometry.
 template <size_t N, typename Kernel>
 void run_on_aliases(
-    const at::Tensor& out, const std::array<const at::Tensor*, N>& operands, Kernel&& kernel) {
+    const at::Tensor& out, const std::array<Operand, N>& operands, Kernel&& kernel) {
   std::array<c10::Storage, N + 1> storages;
   std::array<at::Tensor, N + 1> aliases;
   for (size_t i = 0; i < N; ++i) {
-    storages[i] = pooled_alias_storage(operands[i]->storage());
-    aliases[i] = pooled_cpu_alias(*operands[i], storages[i]);
+    const Operand& op = operands[i];
+    storages[i] = pooled_alias_storage(op.base->storage());
+    aliases[i] = pooled_cpu_alias(*op.base, storages[i]);
+    if (op.is_view) {
+      aliases[i].unsafeGetTensorImpl()->set_sizes_and_strides(op.size, op.stride, op.offset);
+    }
   }
   storages[N] = pooled_alias_storage(out.storage());
   aliases[N] = pooled_cpu_alias(out, storages[N]);
@@ -290,11 +360,12 @@ PyObject* product_out(PyObject* /*module*/, PyObject* const* args, Py_ssize_t na
   HANDLE_TH_ERRORS
   std::array<PyObject*, 3> s;
   match_arguments(Fn, std::array<const char*, 3>{"self", "mat2", "out"}, 2, args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], Fn, "self");
-  const at::Tensor& mat2 = tensor_argument(s[1], Fn, "mat2");
+  std::array<Operand, 2> operands{operand_argument(s[0], Fn, "self"),
+                                  operand_argument(s[1], Fn, "mat2")};
   const at::Tensor& out = tensor_argument(s[2], Fn, "out");
-  const std::array<const at::Tensor*, 2> operands{&self, &mat2};
   if (needs_eager_path(operands, out)) {
+    const at::Tensor& self = operands[0].tensor();
+    const at::Tensor& mat2 = operands[1].tensor();
     pybind11::gil_scoped_release no_gil;
     at::Tensor o = out;
     Eager(o, self, mat2);
@@ -316,14 +387,16 @@ PyObject* biased_product_out(
   std::array<PyObject*, 6> s;
   match_arguments(Fn, std::array<const char*, 6>{"self", Names[0], Names[1], "beta", "alpha", "out"}, 3,
                   args, nargs, kwnames, s);
-  const at::Tensor& self = tensor_argument(s[0], Fn, "self");
-  const at::Tensor& m1 = tensor_argument(s[1], Fn, Names[0]);
-  const at::Tensor& m2 = tensor_argument(s[2], Fn, Names[1]);
+  std::array<Operand, 3> operands{operand_argument(s[0], Fn, "self"),
+                                  operand_argument(s[1], Fn, Names[0]),
+                                  operand_argument(s[2], Fn, Names[1])};
   const at::Tensor& out = tensor_argument(s[5], Fn, "out");
-  const std::array<const at::Tensor*, 3> operands{&self, &m1, &m2};
   if (!is_one(s[3]) || !is_one(s[4]) || needs_eager_path(operands, out)) {
     const c10::Scalar beta = scalar_argument(s[3], Fn, "beta");
     const c10::Scalar alpha = scalar_argument(s[4], Fn, "alpha");
+    const at::Tensor& self = operands[0].tensor();
+    const at::Tensor& m1 = operands[1].tensor();
+    const at::Tensor& m2 = operands[2].tensor();
     pybind11::gil_scoped_release no_gil;
     at::Tensor o = out;
     Eager(o, self, m1, m2, beta, alpha);
@@ -332,6 +405,76 @@ PyObject* biased_product_out(
   run_on_aliases(out, operands, [](std::array<at::Tensor, 4>& a) { Cpu(a[3], a[0], a[1], a[2], 1, 1); });
   track_op(static_cast<const void*>(Tracked), Tracked, false);
   return return_out(s[5]);
+  END_HANDLE_TH_ERRORS
+}
+
+// True when the tuple `expected` holds exactly the ints of `actual`.
+bool equals_ints(PyObject* expected, c10::IntArrayRef actual) {
+  if (!PyTuple_Check(expected) || PyTuple_GET_SIZE(expected) != static_cast<Py_ssize_t>(actual.size())) {
+    return false;
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    PyObject* item = PyTuple_GET_ITEM(expected, i);
+    if (!PyLong_CheckExact(item)) {
+      return false;
+    }
+    int overflow = 0;
+    if (PyLong_AsLongLongAndOverflow(item, &overflow) != actual[i] || overflow != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// _assert_input_layouts(inputs, layouts): Inductor's input checks of one graph
+// run, `assert_size_stride(inputs[i], *layouts[i], 'input')` for every i, in
+// one call. An input whose sizes and strides equal the expected ones exactly
+// passes (as it does Inductor's check); any other goes to Inductor's own
+// assert_size_stride, which raises its error or lets it pass as before.
+PyObject* assert_input_layouts(
+    PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  static constexpr const char* kFn = "_assert_input_layouts";
+  std::array<PyObject*, 2> s;
+  match_arguments(kFn, std::array<const char*, 2>{"inputs", "layouts"}, 2, args, nargs, kwnames, s);
+  if (s[0] == nullptr || s[1] == nullptr || !PyTuple_Check(s[0]) || !PyTuple_Check(s[1]) ||
+      PyTuple_GET_SIZE(s[0]) != PyTuple_GET_SIZE(s[1])) {
+    raise_type_error("%s() takes two tuples of equal length (inputs, their (size, stride) pairs)", kFn);
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s[0]); ++i) {
+    PyObject* input = PyTuple_GET_ITEM(s[0], i);
+    PyObject* layout = PyTuple_GET_ITEM(s[1], i);
+    if (!PyTuple_Check(layout) || PyTuple_GET_SIZE(layout) != 2) {
+      raise_type_error("%s(): layouts[%zd] must be a (size, stride) pair", kFn, i);
+    }
+    if (THPVariable_Check(input)) {
+      const at::Tensor& t = THPVariable_Unpack(input);
+      if (equals_ints(PyTuple_GET_ITEM(layout, 0), t.sizes()) &&
+          equals_ints(PyTuple_GET_ITEM(layout, 1), t.strides())) {
+        continue;
+      }
+    }
+    static PyObject* inductor_assert = nullptr; // torch._C._dynamo.guards.assert_size_stride
+    if (inductor_assert == nullptr) {
+      PyObject* guards = PyImport_ImportModule("torch._C._dynamo.guards");
+      if (guards == nullptr) {
+        throw python_error();
+      }
+      inductor_assert = PyObject_GetAttrString(guards, "assert_size_stride");
+      Py_DECREF(guards);
+      if (inductor_assert == nullptr) {
+        throw python_error();
+      }
+    }
+    PyObject* result = PyObject_CallFunction(
+        inductor_assert, "OOOs", input, PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1),
+        "input");
+    if (result == nullptr) {
+      throw python_error();
+    }
+    Py_DECREF(result);
+  }
+  Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
 
@@ -355,6 +498,9 @@ PyMethodDef g_methods[] = {
     {"_empty_strided_neuron", FASTCALL(empty_strided_neuron), METH_FASTCALL | METH_KEYWORDS,
      "_empty_strided_neuron(size, stride, dtype) -> Tensor: torch.empty_strided(size, stride, "
      "dtype=dtype, device='neuron') on the current core (accounted), for compiled graphs' buffers."},
+    {"_assert_input_layouts", FASTCALL(assert_input_layouts), METH_FASTCALL | METH_KEYWORDS,
+     "_assert_input_layouts(inputs, layouts) -> None: Inductor's assert_size_stride(inputs[i], "
+     "*layouts[i], 'input') for every input of a compiled graph, in one call."},
     {"_mm_out", FASTCALL(mm_out), METH_FASTCALL | METH_KEYWORDS,
      "_mm_out(self, mat2, *, out) -> out: torch.mm(self, mat2, out=out) for neuron tensors of a "
      "compiled graph."},

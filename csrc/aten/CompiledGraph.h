@@ -8,7 +8,8 @@
 
 namespace torch_neuronx {
 
-// Adds _empty_strided_neuron, _mm_out, _bmm_out, _addmm_out and _baddbmm_out to `m`.
+// Adds _empty_strided_neuron, _assert_input_layouts, _mm_out, _bmm_out, _addmm_out and
+// _baddbmm_out to `m`.
 void bind_compiled_graph(pybind11::module& m);
 
 } // namespace torch_neuronx

@@ -37,6 +37,7 @@ plain Inductor; never at ``import torch``.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import threading
 from collections.abc import Callable
 from textwrap import dedent
@@ -176,12 +177,38 @@ def _make_op_overrides():
     return NeuronDeviceOpOverrides()
 
 
+#: A shape or stride tuple of int literals as Inductor writes it: ``(1, 256)``, ``(256, )``, ``()``.
+_INT_TUPLE = re.compile(r"\((?:-?\d+, ?)*(?:-?\d+)?\)")
+#: ``reinterpret_tensor(name, (sizes), (strides), offset)`` with literal sizes, strides and offset.
+_REINTERPRET = re.compile(r"reinterpret_tensor\((\w+), (\([-\d, ]*\)), (\([-\d, ]*\)), (\d+)\)")
+#: The extern products of :data:`.wrapper_calls.extern_kernels` that take described views.
+_VIEW_OPERAND_KERNELS = frozenset(f"extern_kernels.{op}" for op in ("mm", "bmm", "addmm", "baddbmm"))
+
+
+def describe_view_operand(arg: str) -> str:
+    """An extern product's argument as the wrapper passes it: a view Inductor writes as
+    ``reinterpret_tensor(buf, (sizes), (strides), offset)`` with literal geometry becomes the
+    tuple ``(buf, (sizes), (strides), offset)``, which the C++ product reads as that view without
+    making a ``neuron`` tensor for it (see ``aten/CompiledGraph.cpp``); any other argument is
+    returned unchanged."""
+    match = _REINTERPRET.fullmatch(arg)
+    if match is None or not (_INT_TUPLE.fullmatch(match[2]) and _INT_TUPLE.fullmatch(match[3])):
+        return arg
+    return f"({match[1]}, {match[2]}, {match[3]}, {match[4]})"
+
+
 def _kernel_call_on_cpu(wrapper_cls: type) -> type:
-    """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu`` and whose ``neuron``
+    """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu``, whose ``neuron``
     buffers are allocated by :func:`~.wrapper_calls.empty_strided_neuron` (the direct allocator
-    Inductor gives ``cpu`` buffers, instead of ``torch.empty_strided(device=...)``)."""
+    Inductor gives ``cpu`` buffers, instead of ``torch.empty_strided(device=...)``), and whose
+    extern matmuls take their view operands described (:func:`describe_view_operand`)."""
 
     class NeuronKernelCalls(wrapper_cls):
+        def _generate_extern_kernel_out_helper(self, kernel, out, out_view, args, device, *rest, **kw):
+            if device == DEVICE and kernel in _VIEW_OPERAND_KERNELS:
+                args = [describe_view_operand(a) for a in args]
+            super()._generate_extern_kernel_out_helper(kernel, out, out_view, args, device, *rest, **kw)
+
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
             from torch._inductor.virtualized import V
 
@@ -216,8 +243,41 @@ def _make_wrapper_codegen():
         """Wrapper of a subgraph (``torch.compiler.nested_compile_region``, control flow)."""
 
     class NeuronWrapperCodegen(_kernel_call_on_cpu(PythonWrapperCodegen)):  # type: ignore[misc]
-        """Python wrapper whose C++ kernel calls are generated as for ``cpu``, and whose header
-        binds ``extern_kernels`` and ``empty_strided_neuron`` to :mod:`.wrapper_calls`."""
+        """Python wrapper whose C++ kernel calls are generated as for ``cpu``, whose header
+        binds ``extern_kernels``, ``empty_strided_neuron`` and ``assert_input_layouts`` to
+        :mod:`.wrapper_calls`, and whose input checks are one call at the top of the run.
+
+        Inductor writes one ``assert_size_stride(argN, sizes, strides, 'input')`` before the
+        first kernel that reads each input (a decode step of a small Llama: 55 calls per token);
+        here the checks with literal sizes and strides (all of them under static shapes) are
+        collected and written as one ``assert_input_layouts`` call after the inputs are
+        unpacked: the same inputs checked against the same layouts, with Inductor's error
+        for a mismatch, before any kernel runs instead of between kernels. Other checks stay
+        Inductor's."""
+
+        def __init__(self) -> None:
+            # (set first: Inductor's __init__ writes the prefix, which records the indent)
+            self._input_layouts: list[tuple[str, str, str]] = []
+            self._prefix_indent = 1
+            super().__init__()
+
+        def write_launcher_fn_call_get_indent(self) -> int:
+            self._prefix_indent = super().write_launcher_fn_call_get_indent()
+            return self._prefix_indent
+
+        def _codegen_assert_size_stride(self, code, name, size, stride, op_name) -> None:
+            if op_name == "input" and _INT_TUPLE.fullmatch(size) and _INT_TUPLE.fullmatch(stride):
+                self._input_layouts.append((name, size, stride))
+                return
+            super()._codegen_assert_size_stride(code, name, size, stride, op_name)
+
+        def finalize_prefix(self) -> None:
+            super().finalize_prefix()
+            if self._input_layouts:
+                names = "".join(f"{name}, " for name, _, _ in self._input_layouts)
+                layouts = "".join(f"({size}, {stride}), " for _, size, stride in self._input_layouts)
+                with self.prefix.indent(self._prefix_indent):
+                    self.prefix.writeline(f"assert_input_layouts(({names}), ({layouts}))")
 
         def write_header(self) -> None:
             from .wrapper_calls import WRAPPER_IMPORT

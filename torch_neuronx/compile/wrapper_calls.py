@@ -14,6 +14,8 @@ provides both directly (``torch_neuronx._C``, ``csrc/aten/CompiledGraph.cpp``):
   kernel on zero-copy aliases (op counts ``aten::mm.out`` ... as eager); operands on another
   device, host-only dtypes (fp64) and ``alpha``/``beta`` other than 1 take the eager path, with
   its errors and warnings. Every other kernel is Inductor's own;
+* :func:`assert_input_layouts`: Inductor's input checks (``assert_size_stride(x, size, stride,
+  'input')``) of one run in one call, with Inductor's error for a mismatch;
 * :func:`graph_call`: the module's entry point, which with adaptive eager execution on runs the
   queued eager ops first and queues nothing while the graph runs.
 
@@ -33,10 +35,20 @@ from .. import _C
 empty_strided_neuron = _C._empty_strided_neuron
 
 
+#: ``assert_input_layouts(inputs, layouts)``: for every ``i``, Inductor's
+#: ``assert_size_stride(inputs[i], *layouts[i], 'input')`` (``layouts[i]`` a ``(sizes, strides)``
+#: pair of int tuples, in elements); an input that matches exactly passes in C++, any other goes
+#: to Inductor's check, which raises ``AssertionError`` naming the input, or passes as before.
+assert_input_layouts = _C._assert_input_layouts
+
+
 class NeuronExternKernels:
     """Inductor's ``torch._inductor.select_algorithm.extern_kernels`` for ``neuron`` graphs:
     ``mm``, ``bmm``, ``addmm`` and ``baddbmm`` (``out=`` required, as Inductor calls them) from
-    the C++ core; any other name is Inductor's kernel."""
+    the C++ core; any other name is Inductor's kernel. An operand of these four may be a tensor
+    or a described view ``(base, sizes, strides, offset)`` (what
+    ``reinterpret_tensor(base, sizes, strides, offset)`` would return; the generated code passes
+    this form, so no ``neuron`` tensor is made for the view)."""
 
     mm = staticmethod(_C._mm_out)
     bmm = staticmethod(_C._bmm_out)
@@ -74,5 +86,5 @@ def graph_call(call: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
 extern_kernels = NeuronExternKernels()
 
 #: The import line :mod:`.inductor_device` writes into the header of every ``neuron`` wrapper.
-WRAPPER_IMPORT = ("from torch_neuronx.compile.wrapper_calls import empty_strided_neuron, extern_kernels, "
-                  "graph_call")
+WRAPPER_IMPORT = ("from torch_neuronx.compile.wrapper_calls import assert_input_layouts, empty_strided_neuron, "
+                  "extern_kernels, graph_call")
