@@ -51,6 +51,16 @@ void relabel_tensor(const at::Tensor& t) {
   impl->_change_backend_component_keys(device);
 }
 
+// Aliasing a CPU tensor would run the kernel on CPU memory and label the
+// result neuron: CUDA's device-mismatch error instead.
+void check_is_neuron(const at::Tensor& t) {
+  TORCH_CHECK(
+      t.device().type() == kNeuron,
+      "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
+      " where a neuron tensor was expected. Move it to the NeuronCore with .to('neuron') (or the "
+      "neuron tensors to the CPU with .cpu()).");
+}
+
 // Per-thread pool of alias objects (pooled_alias_storage, pooled_cpu_alias).
 // An op has a few operands; _foreach ops have many, and those beyond the cap
 // are simply freed.
@@ -169,6 +179,75 @@ void recycle_aliases(c10::ArrayRef<at::Tensor*> tensors, c10::ArrayRef<c10::Stor
   }
 }
 
+namespace {
+
+// The read-alias cache (cached_read_alias): direct-mapped, per thread.
+constexpr size_t kReadSlots = 128;
+
+struct ReadSlot {
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  at::Tensor alias; // undefined while the slot is empty
+};
+
+struct ReadAliasCache {
+  ReadSlot slots[kReadSlots];
+};
+
+ReadSlot& read_slot(const void* data, int64_t offset, size_t dim) {
+  thread_local ReadAliasCache cache;
+  const auto bits = reinterpret_cast<uintptr_t>(data);
+  const size_t index =
+      ((bits >> 6) ^ (bits >> 13) ^ static_cast<uintptr_t>(offset) ^ (dim << 4)) & (kReadSlots - 1);
+  return cache.slots[index];
+}
+
+bool same_layout(const c10::TensorImpl& alias, const at::Tensor& t) {
+  return alias.dtype() == t.dtype() && alias.storage_offset() == t.storage_offset() &&
+      alias.sizes() == t.sizes() && alias.strides() == t.strides() &&
+      alias.is_conj() == t.is_conj() && alias.is_neg() == t.is_neg();
+}
+
+} // namespace
+
+at::Tensor cached_read_alias(const at::Tensor& t) {
+  check_is_neuron(t);
+  const c10::StorageImpl* neuron = t.storage().unsafeGetStorageImpl();
+  const void* data = neuron->data();
+  const size_t nbytes = neuron->nbytes();
+  ReadSlot& slot = read_slot(data, t.storage_offset(), t.dim());
+  const bool inference = c10::InferenceMode::is_enabled();
+  c10::TensorImpl* impl = slot.alias.defined() ? slot.alias.unsafeGetTensorImpl() : nullptr;
+  if (impl != nullptr && slot.data == data && slot.nbytes == nbytes &&
+      impl->is_inference() == inference && same_layout(*impl, t)) {
+    return slot.alias;
+  }
+  // Refill the slot: in place when nobody else holds its alias or the alias's
+  // storage (a view the kernel made of it, kept by someone), else a new alias.
+  if (impl != nullptr && slot.alias.use_count() == 1 && slot.alias.weak_use_count() == 1 &&
+      impl->is_inference() == inference && impl->unsafe_storage().use_count() == 1) {
+    c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
+    storage->set_data_ptr_noswap(c10::DataPtr(const_cast<void*>(data), c10::Device(c10::kCPU)));
+    storage->set_nbytes(nbytes);
+    if (impl->dtype() != t.dtype()) {
+      impl->set_storage_and_dtype(impl->unsafe_storage(), t.dtype());
+    }
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    impl->_set_conj(t.is_conj());
+    impl->_set_neg(t.is_neg());
+  } else {
+    // Not owning: the neuron tensor it is handed out for keeps the bytes alive.
+    c10::Storage storage(
+        c10::Storage::use_byte_size_t(), nbytes,
+        c10::DataPtr(const_cast<void*>(data), c10::Device(c10::kCPU)),
+        /*allocator=*/nullptr, /*resizable=*/false);
+    slot.alias = cpu_alias(t, storage);
+  }
+  slot.data = data;
+  slot.nbytes = nbytes;
+  return slot.alias;
+}
+
 void check_has_memory(const c10::StorageImpl& storage, const char* what) {
   // A ZeroTensor (PyTorch's efficient zeros) and other storage-less tensors
   // report a size but own no memory: copying from their null pointer would
@@ -200,11 +279,7 @@ at::Tensor cpu_alias(const at::Tensor& t, const c10::Storage& storage) {
 }
 
 at::Tensor cpu_alias(const at::Tensor& t) {
-  TORCH_CHECK(
-      t.device().type() == kNeuron,
-      "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
-      " where a neuron tensor was expected. Move it to the NeuronCore with .to('neuron') (or the "
-      "neuron tensors to the CPU with .cpu()).");
+  check_is_neuron(t);
   return cpu_alias(t, cpu_alias_storage(t.storage()));
 }
 

@@ -71,6 +71,25 @@ at::Tensor match_layout(const at::Tensor& result, const at::Tensor& like) {
   return out;
 }
 
+// The 0-dim int64 philox seed and offset the op returns: what at::empty({},
+// kLong) on `device` makes (accounted device memory, counted as an empty),
+// without a trip through the dispatcher and the device guard per tensor.
+at::Tensor philox_scalar(c10::DeviceIndex device) {
+  static const char kEmpty[] = "aten::empty.memory_format";
+  track_op(static_cast<const void*>(kEmpty), kEmpty, false);
+  c10::Storage storage(
+      c10::Storage::use_byte_size_t(),
+      sizeof(int64_t),
+      allocate_accounted(sizeof(int64_t), device, c10::Device(kNeuron, device)),
+      neuron_allocator(),
+      /*resizable=*/true);
+  at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      caffe2::TypeMeta::Make<int64_t>());
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(c10::IntArrayRef());
+  return t;
+}
+
 at::Tensor repeat_heads(const at::Tensor& t, int64_t rep) {
   if (rep == 1) {
     return t;
@@ -109,16 +128,18 @@ sdpa_overrideable(
         query.device(), " and ", attn_bias->device(),
         "! (when checking argument for argument 'attn_mask' in scaled_dot_product_attention). "
         "Move the mask to the query's device.");
-    mask = cpu_alias(*attn_bias);
+    mask = cached_read_alias(*attn_bias);
   }
   at::Tensor out;
   at::Tensor lse;
   {
     RouteAllocationsTo route(device);
     const int64_t rep = query.size(1) / key.size(1);
-    at::Tensor q = cpu_alias(query);
+    // The kernels only read their operands: aliases from the per-thread cache.
+    const at::Tensor q = cached_read_alias(query);
     std::tie(out, lse) = at::_scaled_dot_product_flash_attention_for_cpu(
-        q, repeat_heads(cpu_alias(key), rep), repeat_heads(cpu_alias(value), rep),
+        q, repeat_heads(cached_read_alias(key), rep),
+        repeat_heads(cached_read_alias(value), rep),
         dropout_p, is_causal, mask, scale);
     if (value.size(-1) == query.size(-1)) {
       out = match_layout(out, q);
@@ -127,7 +148,6 @@ sdpa_overrideable(
     }
     lse = lse.contiguous();
   }
-  const auto opts = query.options();
   return {
       to_neuron_result(out, device),
       to_neuron_result(lse, device),
@@ -137,8 +157,8 @@ sdpa_overrideable(
       c10::SymInt(key.size(2)),
       // 0-d philox seed/offset and no debug mask, as the meta kernel promises (Inductor
       // asserts the sizes of every output of a compiled training graph).
-      at::empty({}, opts.dtype(at::kLong)),
-      at::empty({}, opts.dtype(at::kLong)),
+      philox_scalar(device),
+      philox_scalar(device),
       at::Tensor()};
 }
 
@@ -169,7 +189,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   const c10::DeviceIndex device = check_device(query.device().index());
   std::optional<at::Tensor> mask;
   if (attn_bias.defined()) {
-    mask = cpu_alias(attn_bias);
+    mask = cached_read_alias(attn_bias);
   }
   at::Tensor gq;
   at::Tensor gk;
@@ -179,12 +199,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
     const int64_t kv_heads = key.size(1);
     const int64_t rep = query.size(1) / kv_heads;
     std::tie(gq, gk, gv) = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-        cpu_alias(grad_out), cpu_alias(query), repeat_heads(cpu_alias(key), rep),
-        repeat_heads(cpu_alias(value), rep), cpu_alias(out), cpu_alias(logsumexp), dropout_p,
+        cached_read_alias(grad_out), cached_read_alias(query),
+        repeat_heads(cached_read_alias(key), rep), repeat_heads(cached_read_alias(value), rep),
+        cached_read_alias(out), cached_read_alias(logsumexp), dropout_p,
         is_causal, mask, scale);
-    gq = match_layout(gq, cpu_alias(query));
-    gk = match_layout(sum_heads(gk, kv_heads), cpu_alias(key));
-    gv = match_layout(sum_heads(gv, kv_heads), cpu_alias(value));
+    gq = match_layout(gq, cached_read_alias(query));
+    gk = match_layout(sum_heads(gk, kv_heads), cached_read_alias(key));
+    gv = match_layout(sum_heads(gv, kv_heads), cached_read_alias(value));
   }
   return {
       to_neuron_result(gq, device),

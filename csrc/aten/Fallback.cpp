@@ -5,8 +5,11 @@
 // relabelled as accounted device memory). Which ops it also takes over from
 // PyTorch's composite kernels, and which CPU operands it accepts, is decided by
 // the tables in OpPolicy.cpp.
+#include "aten/Fallback.h"
+
 #include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
+#include "aten/FastPath.h"
 #include "aten/OpPolicy.h"
 #include "aten/Tracking.h"
 #include "runtime/DeviceAllocator.h"
@@ -263,6 +266,8 @@ class Call {
   bool cpu_result_ = false;
 };
 
+} // namespace
+
 void neuron_fallback(
     const c10::OperatorHandle& op,
     c10::DispatchKeySet keys,
@@ -397,6 +402,8 @@ void neuron_fallback(
   }
 }
 
+namespace {
+
 // Sparse, nested and quantized tensors: NeuronCores have none, and the
 // dispatcher's own message ("Could not run ... 'Sparseneuron' backend ...
 // Facebook employee") does not say so.
@@ -432,6 +439,9 @@ struct RegisterCpuKernelOps {
   RegisterCpuKernelOps() {
     static torch::Library lib(
         torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    // The hottest of these ops first get unboxed kernels of their own
+    // (FastPath.h); the loop below then skips them.
+    register_fast_paths(lib);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
       const bool foreach = is_foreach_op(name);
       const auto handle = c10::Dispatcher::singleton().findOp(name);
