@@ -400,4 +400,18 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
          "pooled_projections": (1, 16), "visual_rope_pos": ("list", [("tensor", [0]), ("tensor", [0, 1, 2, 3]),
                                                                         ("tensor", [0, 1, 2, 3])]),
          "text_rope_pos": ("tensor", list(range(8)))}),
+    "StableCascadeUNet": (  # Stable Cascade's prior (stage C): CLIP text, pooled text and image conditioning
+        {"in_channels": 4, "out_channels": 4, "conditioning_dim": 32, "block_out_channels": (32, 32),
+         "num_attention_heads": (2, 2), "down_num_layers_per_block": (1, 1), "up_num_layers_per_block": (1, 1),
+         "clip_image_in_channels": 16, "switch_level": (False,), "clip_text_in_channels": 16,
+         "clip_text_pooled_in_channels": 16, "timestep_ratio_embedding_dim": 16},
+        {"sample": (1, 4, 8, 8), "timestep_ratio": ("tensor", [0.5]), "clip_text_pooled": (1, 1, 16),
+         "clip_text": (1, 8, 16), "clip_img": (1, 1, 16)}),
+    "LuminaNextDiT2DModel": (  # the rotary table the pipeline builds for its 384 x 384 grid, random here
+        {"sample_size": 16, "patch_size": 2, "in_channels": 4, "hidden_size": 24, "num_layers": 2,
+         "num_attention_heads": 3, "num_kv_heads": 1, "multiple_of": 16, "ffn_dim_multiplier": None,
+         "learn_sigma": False, "qk_norm": True, "cross_attention_dim": 32, "scaling_factor": 1.0},
+        {"hidden_states": (1, 4, 16, 16), "encoder_hidden_states": (1, 16, 32), "timestep": ("tensor", [0.5]),
+         "encoder_mask": ("tensor", [[1.0] * 16]), "image_rotary_emb": (384, 384, 4),
+         "cross_attention_kwargs": ("value", {})}),
 }
