@@ -176,6 +176,28 @@ def test_seed_denoisers_have_specs_and_pass(entry):
         assert report.outcomes[check].max_diff <= 1e-3
 
 
+@pytest.mark.parametrize("entry", ["UNetSpatioTemporalConditionModel", "HunyuanDiT2DModel", "T5FilmDecoder"])
+def test_hand_specs_for_classes_the_generic_builder_cannot_reach(entry):
+    """Stable Video Diffusion's UNet (frames before channels, fps / motion / noise-augmentation ids),
+    HunyuanDiT (CLIP + T5 states, image meta sizes, a rotary (cos, sin) list) and the spectrogram T5-FiLM
+    decoder (a list of (encoder states, mask) pairs): hand-written specs with list inputs, eager forward and
+    train step on neuron equal to the CPU."""
+    import torch
+
+    assert entry in diffusers_models.SPECS
+    spec = diffusers_models.SPECS[entry][1]
+    inputs = diffusers_models.make_inputs(spec)
+    lists = [k for k, s in spec.items() if isinstance(s, tuple) and s[0] == "list"]
+    assert all(isinstance(inputs[k], list) and inputs[k] for k in lists)
+    moved = diffusers_models._to(inputs, torch.device("neuron"))
+    assert all(t.device.type == "neuron" for k in lists for t in torch.utils._pytree.tree_leaves(moved[k])
+               if isinstance(t, torch.Tensor))
+    report = diffusers_models.check_entry(entry, checks=("forward", "train"))
+    for check in ("forward", "train"):
+        assert report.outcomes[check].status == PASS, report.outcomes[check]
+        assert report.outcomes[check].max_diff <= 1e-3
+
+
 def test_image_inputs_without_torchvision_or_ocr():
     """UDOP's processor runs without OCR (no pytesseract) and the model gets a layout box per token;
     a model type whose only image processor needs torchvision gets synthetic pixel values, and when

@@ -3,7 +3,7 @@
 
 Diffusers model classes have no config class to shrink generically (their ``__init__`` defaults are
 the released sizes, up to billions of parameters), so each class needs a tiny spec: ``__init__``
-keyword arguments and forward inputs (:data:`SPECS`, written for this table). A class without one
+keyword arguments and forward inputs (:data:`~.diffusers_specs.SPECS`, written for this table). A class without one
 gets a generic spec derived from the class itself (:mod:`.diffusers_generic`); a class whose generic
 spec does not run on the CPU is listed apart as failing on the CPU, with the CPU's error.
 
@@ -28,128 +28,12 @@ from typing import Any
 
 from .checks import (FAIL, Check, Outcome, Report, compare_train, error_reason, parameter_grads,
                      judged_against_cpu_inductor, replicas, run_check)
+from .diffusers_specs import SPECS, InputSpec
 from .encoder import compare_tensors
 
 CHECKS: tuple[Check, ...] = ("forward", "compiled", "train")
 #: The Diffusers sub-packages whose exported model classes are entries.
 KINDS = ("transformers", "unets", "autoencoders")
-
-#: An input: a shape (seeded ``randn``), ``("timestep", n)`` (``[n]`` float steps), ``("arange", shape)``
-#: (int64 coordinates), ``("ones_long", shape)``, ``("tensor", nested_list)`` (``torch.tensor`` of it:
-#: int64, float32 or bool by its items), ``("value", python_object)``.
-InputSpec = Any
-
-#: Class name -> (``__init__`` keyword arguments, forward inputs).
-SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
-    "UNet2DModel": (
-        {"sample_size": 16, "in_channels": 3, "out_channels": 3, "layers_per_block": 1,
-         "block_out_channels": (16, 32), "down_block_types": ("DownBlock2D", "AttnDownBlock2D"),
-         "up_block_types": ("AttnUpBlock2D", "UpBlock2D"), "norm_num_groups": 8, "attention_head_dim": 8},
-        {"sample": (1, 3, 16, 16), "timestep": ("timestep", 1)}),
-    "UNet2DConditionModel": (
-        {"sample_size": 16, "in_channels": 4, "out_channels": 4, "layers_per_block": 1,
-         "block_out_channels": (16, 32), "down_block_types": ("CrossAttnDownBlock2D", "DownBlock2D"),
-         "up_block_types": ("UpBlock2D", "CrossAttnUpBlock2D"), "cross_attention_dim": 32, "norm_num_groups": 8,
-         "attention_head_dim": 8},
-        {"sample": (1, 4, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (1, 8, 32)}),
-    "AutoencoderKL": (
-        {"in_channels": 3, "out_channels": 3, "down_block_types": ("DownEncoderBlock2D",) * 2,
-         "up_block_types": ("UpDecoderBlock2D",) * 2, "block_out_channels": (16, 32), "latent_channels": 4,
-         "norm_num_groups": 8, "layers_per_block": 1},
-        {"sample": (1, 3, 16, 16)}),
-    "AutoencoderTiny": (
-        {"in_channels": 3, "out_channels": 3, "encoder_block_out_channels": (16, 16),
-         "decoder_block_out_channels": (16, 16), "num_encoder_blocks": (1, 1), "num_decoder_blocks": (1, 1),
-         "latent_channels": 4},
-        {"sample": (1, 3, 16, 16)}),
-    "AutoencoderKLFlux2": (
-        {"sample_size": 32, "in_channels": 3, "out_channels": 3, "down_block_types": ("DownEncoderBlock2D",) * 2,
-         "up_block_types": ("UpDecoderBlock2D",) * 2, "block_out_channels": (8, 16), "layers_per_block": 1,
-         "latent_channels": 4, "norm_num_groups": 4},
-        {"sample": (1, 3, 16, 16)}),
-    "AutoencoderKLQwenImage": (
-        {"base_dim": 8, "z_dim": 4, "dim_mult": [1, 2], "num_res_blocks": 1, "temperal_downsample": [False]},
-        {"sample": (1, 3, 1, 16, 16)}),
-    "AutoencoderKLQwenImage21": (  # RGBA; 5 levels = the pipeline's 16x spatial compression
-        {"base_dim": 8, "decoder_base_dim": 8, "z_dim": 4, "dim_mult": [1, 1, 1, 1, 1], "num_res_blocks": 1,
-         "temperal_downsample": [False] * 4, "latents_mean": [0.0] * 4, "latents_std": [1.0] * 4},
-        {"sample": (1, 4, 1, 32, 32)}),
-    "AutoencoderKLWan": (
-        {"base_dim": 8, "z_dim": 4, "dim_mult": [1, 2], "num_res_blocks": 1, "temperal_downsample": [False]},
-        {"sample": (1, 3, 1, 16, 16)}),
-    "VQModel": (
-        {"block_out_channels": (8, 16), "norm_num_groups": 8, "in_channels": 3, "out_channels": 3,
-         "down_block_types": ("DownEncoderBlock2D",) * 2, "up_block_types": ("UpDecoderBlock2D",) * 2,
-         "latent_channels": 4, "num_vq_embeddings": 32},
-        {"sample": (1, 3, 16, 16)}),
-    "FluxTransformer2DModel": (
-        {"patch_size": 1, "in_channels": 4, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
-         "num_attention_heads": 2, "joint_attention_dim": 32, "pooled_projection_dim": 32,
-         "axes_dims_rope": [4, 4, 8]},
-        {"hidden_states": (1, 16, 4), "encoder_hidden_states": (1, 8, 32), "pooled_projections": (1, 32),
-         "img_ids": (16, 3), "txt_ids": (8, 3), "timestep": ("timestep", 1)}),
-    "Flux2Transformer2DModel": (
-        {"patch_size": 1, "in_channels": 4, "num_layers": 1, "num_single_layers": 1, "attention_head_dim": 16,
-         "num_attention_heads": 2, "joint_attention_dim": 32, "timestep_guidance_channels": 256,
-         "axes_dims_rope": [4, 4, 4, 4]},
-        {"hidden_states": (1, 16, 4), "encoder_hidden_states": (1, 8, 32), "img_ids": ("arange", (1, 16, 4)),
-         "txt_ids": ("arange", (1, 8, 4)), "timestep": ("timestep", 1), "guidance": ("timestep", 1)}),
-    "QwenImageTransformer2DModel": (
-        {"patch_size": 2, "in_channels": 16, "out_channels": 4, "num_layers": 2, "attention_head_dim": 16,
-         "num_attention_heads": 2, "joint_attention_dim": 16, "axes_dims_rope": (8, 4, 4)},
-        {"hidden_states": (1, 16, 16), "encoder_hidden_states": (1, 8, 16),
-         "encoder_hidden_states_mask": ("ones_long", (1, 8)), "timestep": ("timestep", 1),
-         "img_shapes": ("value", [(1, 4, 4)])}),
-    # The seed's Qwen-Image-2.1 and H3 (examples/qwen_image21.py, examples/h3.py sizes). Qwen-Image-2.1: 8 text
-    # rows then the target image's 4 slots of 2x2 latent tokens (a 4x4 image, 16 rows of ``hidden_states``).
-    "QwenImage21Transformer2DModel": (
-        {"patch_size": 1, "in_channels": 4, "out_channels": 4, "num_layers": 2, "attention_head_dim": 16,
-         "num_attention_heads": 2, "context_in_dim": 16, "mlp_ratio": 2, "axes_dims_rope": (4, 6, 6)},
-        {"hidden_states": (1, 16, 4), "encoder_hidden_states": (1, 8, 16), "timestep": ("tensor", [0.5]),
-         "img_shapes": ("value", [[(1, 4, 4)]]), "img_mask": ("tensor", [[False] * 8 + [True] * 4])}),
-    # H3: one packed sequence of 8 video rows (2x4x1 patches of 1x2x2), 6 text rows and 4 audio rows.
-    "MiniMaxH3Transformer3DModel": (
-        {"num_attention_heads": 2, "attention_head_dim": 16, "hidden_size": 24, "num_layers": 2,
-         "num_refiner_layers": 2, "ffn_dim": 32, "in_channels": 4, "audio_in_channels": 8, "patch_size": (1, 2, 2),
-         "text_dim": 16, "freq_dim": 8, "time_embed_hidden_dim": 24, "time_embed_dim": 16, "rope_freq_dim": 2},
-        {"hidden_states": (1, 8, 16), "audio_hidden_states": (1, 4, 8), "encoder_hidden_states": (1, 6, 16),
-         "timestep": ("tensor", [0.5, 0.0]), "timestep_indices": ("tensor", [0] * 8 + [1] * 6 + [0] * 4),
-         "token_tags": ("tensor", [0] * 8 + [1] * 6 + [2] * 4),
-         "position_ids": ("tensor", [[t, h, w] for t in range(2) for h in range(4) for w in range(1)]
-                          + [[i, 0, 0] for i in range(6)] + [[i, 0, 0] for i in range(4)]),
-         "video_indices": ("tensor", list(range(8))), "text_indices": ("tensor", list(range(8, 14))),
-         "audio_indices": ("tensor", list(range(14, 18)))}),
-    "AutoencoderKLMiniMaxH3": (
-        {"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": (8, 16),
-         "layers_per_block": 1, "spatial_downsample_factors": (2, 2), "temporal_downsample_factors": (2, 2),
-         "norm_num_groups": 8,
-         "decoder_num_layers": 2, "decoder_num_attention_heads": 2, "decoder_attention_head_dim": 8,
-         "decoder_num_register_tokens": 2, "decoder_ffn_mult": 2, "clip_length": 17, "token_drop": 3,
-         "latents_mean": (0.0,) * 4, "latents_std": (1.0,) * 4},
-        {"sample": (1, 3, 21, 16, 16), "sample_posterior": ("value", False)}),  # two 17-frame clips, overlapping
-    "AutoencoderKLMiniMaxH3Audio": (
-        {"encoder_dim": 4, "encoder_rates": (2, 2), "latent_dim": 32, "latent_channels": 8, "num_attention_heads": 2,
-         "decoder_dim": 16, "decoder_rates": (2, 2), "decoder_kernel_sizes": (4, 4), "resblock_kernel_sizes": (3, 7),
-         "resblock_dilation_sizes": ((1, 3), (1, 3)), "sampling_rate": 32000, "latents_mean": [0.0] * 8,
-         "latents_std": [1.0] * 8},
-        {"sample": (1, 1, 256), "sample_posterior": ("value", False)}),
-    "SD3Transformer2DModel": (
-        {"sample_size": 8, "patch_size": 2, "in_channels": 4, "num_layers": 1, "attention_head_dim": 8,
-         "num_attention_heads": 2, "joint_attention_dim": 32, "caption_projection_dim": 16,
-         "pooled_projection_dim": 16, "out_channels": 4},
-        {"hidden_states": (1, 4, 8, 8), "encoder_hidden_states": (1, 8, 32), "pooled_projections": (1, 16),
-         "timestep": ("timestep", 1)}),
-    "PixArtTransformer2DModel": (
-        {"sample_size": 8, "num_layers": 1, "patch_size": 2, "attention_head_dim": 8, "num_attention_heads": 2,
-         "in_channels": 4, "out_channels": 8, "cross_attention_dim": 16, "caption_channels": 16,
-         "norm_num_groups": 8, "use_additional_conditions": False},
-        {"hidden_states": (1, 4, 8, 8), "encoder_hidden_states": (1, 8, 16), "timestep": ("timestep", 1),
-         "added_cond_kwargs": ("value", {"aspect_ratio": None, "resolution": None})}),
-    "DiTTransformer2DModel": (
-        {"sample_size": 8, "num_layers": 1, "patch_size": 2, "attention_head_dim": 8, "num_attention_heads": 2,
-         "in_channels": 4, "out_channels": 8, "num_embeds_ada_norm": 8, "norm_num_groups": 8},
-        {"hidden_states": (1, 4, 8, 8), "timestep": ("timestep", 1), "class_labels": ("ones_long", (1,))}),
-}
 
 
 def entries() -> list[str]:
@@ -177,23 +61,24 @@ def make_inputs(spec: dict[str, InputSpec], seed: int = 0) -> dict[str, Any]:
     import torch
 
     g = torch.Generator().manual_seed(seed)
-    out: dict[str, Any] = {}
-    for name, s in spec.items():
+
+    def make(s: InputSpec) -> Any:
         if isinstance(s, tuple) and s and isinstance(s[0], str):
             kind, arg = s
             if kind == "timestep":
-                out[name] = torch.full((arg,), 500.0)
-            elif kind == "arange":
-                out[name] = torch.arange(int(torch.tensor(arg).prod())).reshape(arg) % 7
-            elif kind == "ones_long":
-                out[name] = torch.ones(arg, dtype=torch.long)
-            elif kind == "tensor":
-                out[name] = torch.tensor(arg)
-            else:
-                out[name] = arg
-        else:
-            out[name] = torch.randn(s, generator=g)
-    return out
+                return torch.full((arg,), 500.0)
+            if kind == "arange":
+                return torch.arange(int(torch.tensor(arg).prod())).reshape(arg) % 7
+            if kind == "ones_long":
+                return torch.ones(arg, dtype=torch.long)
+            if kind == "tensor":
+                return torch.tensor(arg)
+            if kind == "list":
+                return [make(x) for x in arg]
+            return arg
+        return torch.randn(s, generator=g)
+
+    return {name: make(s) for name, s in spec.items()}
 
 
 def _to(x: Any, device: Any) -> Any:
@@ -201,6 +86,8 @@ def _to(x: Any, device: Any) -> Any:
         return x.to(device)
     if isinstance(x, dict):
         return {k: _to(v, device) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_to(v, device) for v in x]
     return x
 
 
