@@ -128,8 +128,9 @@ def test_profile_takes_the_options_aws_tested_kernels_pass(tmp_path):
         assert json.load(f)["traceEvents"]
 
 
-def test_tensor_placeholder_arguments_run_on_zeros():
-    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments
+def test_tensor_placeholder_arguments_run_on_zeros_in_benchmark_and_profile_only(tmp_path):
+    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments;
+    # a run that computes values (jit, baremetal, simulate_kernel) refuses them
     import torch_neuronx.nki.typing as nt
 
     @legacy.jit
@@ -140,8 +141,18 @@ def test_tensor_placeholder_arguments_run_on_zeros():
     out = legacy.benchmark(k)(nt.tensor[[128, 64], lnl.bfloat16])
     assert out.shape == (128, 64) and str(out.dtype) == "bfloat16"
     np.testing.assert_array_equal(out.astype(F32), np.ones((128, 64), F32))
+    prof = legacy.profile(k, working_directory=str(tmp_path))(nt.tensor[[128, 64], lnl.float32])
+    np.testing.assert_array_equal(prof, np.ones((128, 64), F32))
     with pytest.raises(TypeError, match="needs a shape and a dtype"):
-        k(nt.tensor[128, 64])
+        legacy.benchmark(k)(nt.tensor[128, 64])
+    ph = nt.tensor[[128, 64], lnl.float32]
+    for run in (k, legacy.baremetal(k.fn), legacy.jit(k.fn, mode="simulation"),
+                lambda x: legacy.simulate_kernel(k, x)):
+        with pytest.raises(TypeError, match="kernel argument 'a' is the placeholder .*accepted only by "
+                                            "nki.benchmark and nki.profile"):
+            run(ph)
+    with pytest.raises(TypeError, match="is the placeholder"):
+        k(a=ph)                                        # as a keyword too
 
 
 def test_jit_rejects_an_unknown_option():

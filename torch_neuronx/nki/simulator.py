@@ -811,7 +811,7 @@ def _rebuild(ret: Any, conv: Callable) -> Any:
 
 def run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple = (), platform: Any = None,
                *, frontend: str = "legacy", keep: bool | None = None, lnc: int = 1,
-               params_writable: bool = False) -> tuple[Any, Launch]:
+               params_writable: bool = False, placeholders: bool = False) -> tuple[Any, Launch]:
     """Run kernel function ``fn`` on fresh simulated NeuronCores.
 
     Args:
@@ -826,15 +826,20 @@ def run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple = (), 
         lnc: cores of the logical NeuronCore (1 or 2).
         params_writable: every array parameter is writable and written back (``nki.trace`` kernels,
             ``kernel_return=False``); the kernel may then return nothing.
+        placeholders: accept ``nt.tensor[shape, dtype]`` placeholder arguments and run them as zeros
+            (``nki.benchmark`` / ``nki.profile``, whose pages say the device run does not use the
+            inputs' values and its outputs are undefined).
 
     Returns:
         ``(outputs, launch)``: outputs mirror the kernel's return value with NumPy arrays.
 
     Raises:
         err_tensor_output_not_written_to: a returned tensor was never written, or nothing returned.
+        TypeError: a placeholder argument when ``placeholders`` is False (a kernel that computes
+            values needs NumPy arrays, as ``nki.baremetal`` / ``nki.simulate_kernel`` say).
     """
     with _one_blas_thread():
-        return _run_kernel(fn, args, kwargs, grid, platform, frontend, keep, lnc, params_writable)
+        return _run_kernel(fn, args, kwargs, grid, platform, frontend, keep, lnc, params_writable, placeholders)
 
 
 def _one_blas_thread() -> Any:
@@ -857,7 +862,8 @@ _BLAS_CONTROLLER: Any = None  # None: not looked up yet; False: no threadpoolctl
 
 
 def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, platform: Any, frontend: str,
-                keep: bool | None, lnc: int, params_writable: bool) -> tuple[Any, Launch]:
+                keep: bool | None, lnc: int, params_writable: bool,
+                allow_placeholders: bool = False) -> tuple[Any, Launch]:
     keep_mode = dtypes.get_keep_fp32(False) if keep is None else keep
     launch = Launch(platform, tuple(grid), keep_mode, frontend, lnc)
     params: Mapping[str, inspect.Parameter]
@@ -875,6 +881,12 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
         def convert(a: Any, nm: str, key: int) -> Any:
             if key not in placeholders:
                 spec = placeholder_spec(a)
+                if spec is not None and not allow_placeholders:
+                    raise TypeError(
+                        f"kernel argument '{nm}' is the placeholder {a!r}: a kernel run that computes values "
+                        "needs NumPy arrays (nki.jit / nki.baremetal / nki.simulate_kernel); placeholders are "
+                        f"accepted only by nki.benchmark and nki.profile. Pass e.g. np.zeros({list(spec[0])}, "
+                        "dtype=...) instead")
                 placeholders[key] = a if spec is None else np.zeros(spec[0], dtype=dtypes.np_dtype(spec[1]))
             a = placeholders[key]
             if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):
