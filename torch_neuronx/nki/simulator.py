@@ -102,9 +102,12 @@ def _tile_broadcast(arr: Any, shape: tuple) -> np.ndarray:
 class Instr:
     """Reads and writes of one instruction; timed on exit (see :meth:`NeuronCoreSim.instruction`)."""
 
-    def __init__(self, sim: NeuronCoreSim, name: str, engine: str | None, busy_ns: float, latency_ns: float):
+    def __init__(self, sim: NeuronCoreSim, name: str, engine: str | None, busy_ns: float, latency_ns: float,
+                 alternatives: tuple = (), cycles: float = 0.0):
         self.sim, self.name, self.engine = sim, name, engine
         self.busy_ns, self.latency_ns = busy_ns, latency_ns
+        self.alternatives = alternatives   # other engines the compiler may place it on (cost model)
+        self.cycles = cycles
         self.reads: list = []
         self.writes: list = []
 
@@ -434,8 +437,14 @@ class NeuronCoreSim:
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, name: str, engine: str | None, cycles: float = 0.0, busy_ns: float | None = None,
-                    latency_ns: float = 0.0) -> Instr:
-        """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``)."""
+                    latency_ns: float = 0.0, alternatives: Sequence[str] = ()) -> Instr:
+        """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``).
+
+        ``alternatives``: other engines that can run it when the kernel left the choice to the compiler
+        (``engine=nki.isa.unknown_engine``, "compiler selects best engine based on engine workload":
+        the nki.isa tensor_copy / memset pages); the cost model then places it on whichever of
+        ``engine`` and ``alternatives`` finishes it first (``engine`` on a tie), with the same cycle count
+        at that engine's clock. Values do not depend on the engine chosen."""
         if busy_ns is None:
             busy_ns = self.timeline.cycles_to_ns(engine, cycles) if engine and engine != "dma" else 0.0
         if self.launch is not None:
@@ -444,7 +453,7 @@ class NeuronCoreSim:
                 self.launch.let_earlier_core_run(self)
         else:
             self._own_instructions += 1
-        return Instr(self, name, engine, busy_ns, latency_ns)
+        return Instr(self, name, engine, busy_ns, latency_ns, tuple(alternatives), cycles)
 
     def read_index_values(self, tile: NkiTensor) -> np.ndarray:
         """Integer values of an index tile (indirect addressing), read now; recorded as a read of the
@@ -480,6 +489,9 @@ class NeuronCoreSim:
                 rd = np.asarray(sacc.get(st.aux["read_done"]))
                 if rd.size:
                     ready = max(ready, float(np.max(rd)))
+        if ins.alternatives and ins.engine is not None:
+            ins.engine, ins.busy_ns = self.timeline.earliest_engine(
+                (ins.engine, *ins.alternatives), ins.cycles, ready)
         start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready,  # type: ignore[arg-type]
                                              ins.latency_ns)
         end = start + ins.busy_ns
