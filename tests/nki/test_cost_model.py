@@ -232,3 +232,29 @@ def test_ready_instruction_runs_in_an_idle_interval_before_an_earlier_waiting_on
     assert ts[1][2] < ts[0][2]                 # the later-issued one ran first
     loads = [t for t in bench.benchmark_result.trace if t[0] == "load"]
     assert ts[0][2] == pytest.approx(loads[1][4]) and ts[1][2] == pytest.approx(loads[0][4])
+
+
+def test_dma_queues_run_in_issue_order_and_a_waiting_store_does_not_hold_back_loads():
+    # "DMA transfers within a queue on the same DMA engine are executed in order": loads in issue order;
+    # stores (transfers into HBM) are another queue, so a store waiting for compute lets a later load go
+    @nki.jit
+    def k(a, b):
+        o1 = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        nl.store(o1, value=nl.exp(x))            # waits for the load and the exp
+        y = nl.load(b)                           # issued after the store, runs before it
+        nl.store(o2, value=nl.multiply(y, 3.0))
+        return o1, o2
+    bench = nki.benchmark(k, platform="trn2")
+    a = np.zeros((128, 4096), np.float32)
+    b = np.ones((128, 64), np.float32)
+    o1, o2 = bench(a, b)
+    np.testing.assert_array_equal(o1, np.ones_like(a))
+    np.testing.assert_array_equal(o2, 3 * b)
+    tr = bench.benchmark_result.trace
+    loads = [t for t in tr if t[0] == "load"]
+    stores = [t for t in tr if t[0] == "store"]
+    assert loads[1][2] >= loads[0][2]            # the load queue keeps issue order
+    assert loads[1][2] < stores[0][2]            # not held behind the waiting store
+    assert stores[1][2] >= stores[0][2]          # the store queue keeps issue order

@@ -53,8 +53,9 @@ depending on the invoked instructions (engines) and data dependency in the loop 
 nki.language.affine_range page). An instruction whose engine the kernel leaves to the compiler
 (``tensor_copy``, ``memset`` with no ``engine=``: "compiler selects best engine based on engine
 workload") goes to the allowed engine that finishes it first. DMA transfers share one bandwidth pool
-and run in issue order ("DMA transfers within a queue on the same DMA engine are executed in order",
-nki-dma-overview). All results are ESTIMATES.
+and run in issue order within their queue ("DMA transfers within a queue on the same DMA engine are
+executed in order", nki-dma-overview): one queue for transfers into HBM, one for the others. All
+results are ESTIMATES.
 
 Fitted constants (``bench/RESULTS.md`` names the published latencies each was fitted on and those it
 was checked on): the DMA efficiency of the platform table (AWS's matmul tutorial, steps 1-3), and
@@ -85,7 +86,7 @@ __all__ = ["ENGINES", "DMA_DESCRIPTOR_NS", "DMA_FIXED_LATENCY_NS", "KERNEL_LAUNC
 # measured kernels complete faster than that nominal figure allows.
 DMA_DESCRIPTOR_NS = 0.9       # core-wide cost of one contiguous chunk of a DMA, ns (fitted)
 DMA_FIXED_LATENCY_NS = 450.0  # from a transfer's last byte to its data being usable, ns (fitted)
-KERNEL_LAUNCH_NS = 10000.0   # fixed start/tear-down cost of one kernel launch, ns (fitted)
+KERNEL_LAUNCH_NS = 12000.0   # fixed start/tear-down cost of one kernel launch, ns (fitted)
 
 MIN_II_DYNAMIC = 600   # "MIN_II_DYNAMIC (~600)": tensor_copy_dynamic_src/dst pages (legacy nki.isa)
 GPSIMD_START = 150     # "GPSIMD_START (~150)": iota / affine_select pages (legacy nki.isa)
@@ -242,7 +243,7 @@ class Timeline:
         self._busy: dict[str, list[list[float]]] = {e: [] for e in ENGINES}
         self._starts: dict[str, list[float]] = {e: [] for e in ENGINES}
         self._floor = {e: 0.0 for e in ENGINES}   # no instruction of the engine starts before (barriers)
-        self._last_dma_start = 0.0
+        self._last_dma_start: dict[str, float] = {}   # DMA queue -> start of its last transfer
 
     @property
     def latency_ns(self) -> float:
@@ -336,7 +337,7 @@ class Timeline:
         return best[1], best[2]
 
     def schedule(self, name: str, engine: str, busy_ns: float, inputs_ready: float,
-                 latency_ns: float = 0.0) -> tuple:
+                 latency_ns: float = 0.0, queue: str = "") -> tuple:
         """Place one instruction on ``engine``: it starts in the first interval at or after its
         inputs / destination are ready (RAW, WAW, WAR) in which the engine is idle for its duration.
 
@@ -351,12 +352,14 @@ class Timeline:
         if engine is None:
             return inputs_ready, inputs_ready
         if engine == "dma":
-            # one DMA queue per kernel, in issue order: "DMA transfers within a queue on the same DMA engine
-            # are executed in order" (nki/get-started/about/nki-dma-overview.rst)
-            inputs_ready = max(inputs_ready, self._last_dma_start)
+            # a DMA queue runs its transfers in issue order ("DMA transfers within a queue on the same DMA
+            # engine are executed in order", nki/get-started/about/nki-dma-overview.rst); ``queue``: one
+            # for transfers into HBM (stores) and one for the others (loads), as the two DMA queues of
+            # the Mamba tutorial's mamba_v2 profile (qSyncIO0, qGpSimdIO0) carry its loads and stores
+            inputs_ready = max(inputs_ready, self._last_dma_start.get(queue, 0.0))
         start = self._place(engine, inputs_ready, busy_ns)
         if engine == "dma":
-            self._last_dma_start = start
+            self._last_dma_start[queue] = start
         end = start + busy_ns
         self.engine_free[engine] = max(self.engine_free[engine], end)
         self.busy_ns[engine] += busy_ns

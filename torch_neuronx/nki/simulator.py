@@ -492,8 +492,11 @@ class NeuronCoreSim:
         if ins.alternatives and ins.engine is not None:
             ins.engine, ins.busy_ns = self.timeline.earliest_engine(
                 (ins.engine, *ins.alternatives), ins.cycles, ready)
+        queue = ""
+        if ins.engine == "dma":       # the DMA queue: transfers into HBM (stores) or the others (loads)
+            queue = "to_hbm" if any(sacc.storage.buffer.kind == "hbm" for sacc, _m in ins.writes) else "to_chip"
         start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready,  # type: ignore[arg-type]
-                                             ins.latency_ns)
+                                             ins.latency_ns, queue)
         end = start + ins.busy_ns
         for sacc, m in ins.writes:
             sacc.put(sacc.storage.aux_array("ready"), np.full(sacc.shape, done), m)
