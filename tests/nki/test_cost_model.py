@@ -1,5 +1,6 @@
-"""The cost model: published per-instruction cycle estimates, engine clocks per platform, and
-per-engine in-order queues where an instruction waits for its engine and its inputs."""
+"""The cost model: published per-instruction cycle estimates, engine clocks per platform, engines
+where an instruction waits for its inputs and for an idle interval of its engine (the compiler's
+scheduling), partition broadcasts on the Tensor Engine, and the engine choice left to the compiler."""
 import numpy as np
 import pytest
 
@@ -159,3 +160,101 @@ def test_tensor_tensor_fast_path_with_one_psum_input():
     b(np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
     tt = [t for t in b.benchmark_result.trace if t[0] == "tensor_tensor"][0]
     assert tt[3] - tt[2] == pytest.approx(512 / 1.12)
+
+
+def test_partition_broadcast_is_a_tensor_engine_matmul_read_as_psum():
+    # AWS's architecture guide: broadcast_to((M, F)) of a 1-partition tile is nc_matmul(ones, src) on the
+    # Tensor Engine; the consuming tensor_tensor reads one PSUM operand (N cycles, not 2N)
+    @nki.jit
+    def k(a, b):
+        o = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        bb = nl.load(b).broadcast_to((128, 1024))
+        nl.store(o, value=nisa.tensor_tensor(x, bb, op=nl.multiply))
+        return o
+    bench = nki.benchmark(k, platform="trn1")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 1024), dtype=np.float32)
+    b = rng.standard_normal((1, 1024), dtype=np.float32)
+    np.testing.assert_allclose(bench(a, b), a * b, rtol=1e-6)
+    tr = {t[0]: t for t in bench.benchmark_result.trace}
+    bc, tt = tr["broadcast_to"], tr["tensor_tensor"]
+    assert bc[1] == "tensor"
+    assert bc[3] - bc[2] == pytest.approx(2 * cost_model.matmul_cycles(128, 512, fp32=True) / 2.8)
+    assert tt[1] == "vector" and tt[3] - tt[2] == pytest.approx(1024 / 1.12)
+
+
+def test_engine_left_to_the_compiler_goes_where_it_finishes_first():
+    # tensor_copy / memset with no engine (or nisa.unknown_engine): "compiler selects best engine based on
+    # engine workload"; with engine= given, it stays there
+    def kernel(engine):
+        @nki.jit
+        def k(a):
+            o = nl.ndarray((128, 2048), dtype=nl.float32, buffer=nl.shared_hbm)
+            x = nl.load(a)
+            y = nisa.tensor_copy(x, engine=engine)
+            z = nisa.tensor_copy(x, engine=engine)
+            nl.store(o[:, 0:1024], value=y)
+            nl.store(o[:, 1024:2048], value=z)
+            return o
+        return k
+    a = np.arange(128 * 1024, dtype=np.float32).reshape(128, 1024)
+    engines = {}
+    for eng in (None, nisa.unknown_engine, nisa.vector_engine):
+        bench = nki.benchmark(kernel(eng), platform="trn2")
+        np.testing.assert_array_equal(bench(a), np.concatenate([a, a], axis=1))
+        engines[eng] = [t[1] for t in bench.benchmark_result.trace if t[0] == "tensor_copy"]
+    # N = 1024 cycles: Scalar (1.2 GHz) finishes first, then GpSimd (1.2 GHz, idle); Vector is 0.96 GHz
+    assert engines[None] == ["scalar", "gpsimd"]
+    assert engines[nisa.unknown_engine] == engines[None]
+    assert engines[nisa.vector_engine] == ["vector", "vector"]
+
+
+def test_ready_instruction_runs_in_an_idle_interval_before_an_earlier_waiting_one():
+    # the compiler schedules each engine's stream: a Vector instruction whose input is ready is not held
+    # behind an earlier Vector instruction still waiting for a long load
+    @nki.jit
+    def k(big, small):
+        o1 = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        s = nl.load(small)
+        b = nl.load(big)
+        nl.store(o1, value=nisa.tensor_scalar(b, op0=nl.multiply, operand0=2.0))    # waits for the big load
+        nl.store(o2, value=nisa.tensor_scalar(s, op0=nl.add, operand0=1.0))         # ready long before
+        return o1, o2
+    bench = nki.benchmark(k, platform="trn2")
+    big = np.ones((128, 8192), np.float32)
+    small = np.ones((128, 64), np.float32)
+    o1, o2 = bench(big, small)
+    np.testing.assert_array_equal(o1, 2 * big)
+    np.testing.assert_array_equal(o2, small + 1)
+    ts = [t for t in bench.benchmark_result.trace if t[0] == "tensor_scalar"]
+    assert ts[1][2] < ts[0][2]                 # the later-issued one ran first
+    loads = [t for t in bench.benchmark_result.trace if t[0] == "load"]
+    assert ts[0][2] == pytest.approx(loads[1][4]) and ts[1][2] == pytest.approx(loads[0][4])
+
+
+def test_dma_queues_run_in_issue_order_and_a_waiting_store_does_not_hold_back_loads():
+    # "DMA transfers within a queue on the same DMA engine are executed in order": loads in issue order;
+    # stores (transfers into HBM) are another queue, so a store waiting for compute lets a later load go
+    @nki.jit
+    def k(a, b):
+        o1 = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        nl.store(o1, value=nl.exp(x))            # waits for the load and the exp
+        y = nl.load(b)                           # issued after the store, runs before it
+        nl.store(o2, value=nl.multiply(y, 3.0))
+        return o1, o2
+    bench = nki.benchmark(k, platform="trn2")
+    a = np.zeros((128, 4096), np.float32)
+    b = np.ones((128, 64), np.float32)
+    o1, o2 = bench(a, b)
+    np.testing.assert_array_equal(o1, np.ones_like(a))
+    np.testing.assert_array_equal(o2, 3 * b)
+    tr = bench.benchmark_result.trace
+    loads = [t for t in tr if t[0] == "load"]
+    stores = [t for t in tr if t[0] == "store"]
+    assert loads[1][2] >= loads[0][2]            # the load queue keeps issue order
+    assert loads[1][2] < stores[0][2]            # not held behind the waiting store
+    assert stores[1][2] >= stores[0][2]          # the store queue keeps issue order

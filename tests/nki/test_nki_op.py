@@ -156,3 +156,21 @@ def test_register_autograd_trains_through_the_op_compiled():
 def test_nki_jit_kernel_called_with_numpy_is_unchanged():
     a = np.ones((128, 8), np.float32)
     np.testing.assert_array_equal(add_kernel[1](a, a), 2 * a)
+
+
+@nki.jit
+def xor_u32(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.bitwise_xor(nl.load(a), nl.load(b)))
+    return out
+
+
+def test_unsigned_16_and_32_bit_tensors_are_kernel_inputs_and_outputs():
+    # nl.uint16 / nl.uint32 are NKI dtypes (AWS's MXFP tutorial hands packed x4 data over as uint32 tensors)
+    rng = np.random.default_rng(3)
+    for np_dt, t_dt in ((np.uint32, torch.uint32), (np.uint16, torch.uint16)):
+        a = rng.integers(0, np.iinfo(np_dt).max, size=(128, 64), dtype=np_dt)
+        b = rng.integers(0, np.iinfo(np_dt).max, size=(128, 64), dtype=np_dt)
+        out = xor_u32(torch.from_numpy(a).to("neuron"), torch.from_numpy(b).to("neuron"))
+        assert out.device.type == "neuron" and out.dtype == t_dt
+        np.testing.assert_array_equal(out.cpu().numpy(), a ^ b)

@@ -128,8 +128,9 @@ def test_profile_takes_the_options_aws_tested_kernels_pass(tmp_path):
         assert json.load(f)["traceEvents"]
 
 
-def test_tensor_placeholder_arguments_run_on_zeros():
-    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments
+def test_tensor_placeholder_arguments_run_on_zeros_in_benchmark_and_profile_only(tmp_path):
+    # AWS's legacy matmul tutorial benchmarks with nt.tensor[[K, M], dtype] placeholders as arguments;
+    # a run that computes values (jit, baremetal, simulate_kernel) refuses them
     import torch_neuronx.nki.typing as nt
 
     @legacy.jit
@@ -140,8 +141,18 @@ def test_tensor_placeholder_arguments_run_on_zeros():
     out = legacy.benchmark(k)(nt.tensor[[128, 64], lnl.bfloat16])
     assert out.shape == (128, 64) and str(out.dtype) == "bfloat16"
     np.testing.assert_array_equal(out.astype(F32), np.ones((128, 64), F32))
+    prof = legacy.profile(k, working_directory=str(tmp_path))(nt.tensor[[128, 64], lnl.float32])
+    np.testing.assert_array_equal(prof, np.ones((128, 64), F32))
     with pytest.raises(TypeError, match="needs a shape and a dtype"):
-        k(nt.tensor[128, 64])
+        legacy.benchmark(k)(nt.tensor[128, 64])
+    ph = nt.tensor[[128, 64], lnl.float32]
+    for run in (k, legacy.baremetal(k.fn), legacy.jit(k.fn, mode="simulation"),
+                lambda x: legacy.simulate_kernel(k, x)):
+        with pytest.raises(TypeError, match="kernel argument 'a' is the placeholder .*accepted only by "
+                                            "nki.benchmark and nki.profile"):
+            run(ph)
+    with pytest.raises(TypeError, match="is the placeholder"):
+        k(a=ph)                                        # as a keyword too
 
 
 def test_jit_rejects_an_unknown_option():
@@ -596,27 +607,36 @@ def test_quantize_mx_scale_is_the_ocp_rule_and_x4_arrays_round_trip():
     np.testing.assert_array_equal(vals, want)
 
 
-def test_quantize_mx_writes_zero_in_the_partitions_without_a_scale():
-    # without a memset first: the [P, F/4] scale block holds the scales in 4 partitions of each
-    # 32-partition quadrant and zero in the others (nki-library's hardware-layout golden)
+def test_quantize_mx_writes_only_its_scale_partitions_so_two_calls_pack_into_one_tile():
+    # AWS's MXFP deep dive packs the scales of two quantize_mx calls into one tile, the second through a
+    # view starting at partition 4; each call writes partitions 0-3 of every 32-partition quadrant of its
+    # view and leaves the others alone (they keep the memset value here)
     @nki.jit(platform_target="trn3")
-    def k(a):
+    def k(a, b):
         x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=x, src=a)
-        q = nl.ndarray((64, 1), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
-        s = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.sbuf)
-        nisa.quantize_mx(dst=q, src=x, dst_scale=s)
-        os_ = nl.ndarray((64, 1), dtype=nl.uint8, buffer=nl.shared_hbm)
+        y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=y, src=b)
+        qa = nl.ndarray((64, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        qb = nl.ndarray((64, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        s = nl.ndarray((64, 2), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=7)
+        nisa.quantize_mx(dst=qa, src=x, dst_scale=s)
+        nisa.quantize_mx(dst=qb, src=y, dst_scale=s[4:, :])
+        os_ = nl.ndarray((64, 2), dtype=nl.uint8, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=os_, src=s)
         return os_
     import ml_dtypes
-    a = (_rand(64, 4) + 0.5).astype(ml_dtypes.bfloat16)
-    s = k(a)[:, 0].astype(np.int32)
-    amax = np.abs(a.astype(F32)).reshape(8, 8, 4).max(axis=(1, 2))
-    e = np.floor(np.log2(amax)).astype(np.int32) - 8 + 127
-    want = np.zeros(64, np.int32)
-    want[[0, 1, 2, 3]] = e[:4]
-    want[[32, 33, 34, 35]] = e[4:]
+    a = (_rand(64, 8) + 0.5).astype(ml_dtypes.bfloat16)
+    b = (_rand(64, 8) * 40 + 1.0).astype(ml_dtypes.bfloat16)
+    s = k(a, b).astype(np.int32)
+
+    def exps(v):   # [8 groups of 8 partitions, 2 groups of 4 columns] -> biased E8M0 exponent
+        amax = np.abs(v.astype(F32)).reshape(8, 8, 2, 4).max(axis=(1, 3))
+        return np.floor(np.log2(amax)).astype(np.int32) - 8 + 127
+    want = np.full((64, 2), 7, np.int32)
+    want[[0, 1, 2, 3, 32, 33, 34, 35]] = exps(a)
+    want[[4, 5, 6, 7, 36, 37, 38, 39]] = exps(b)
     np.testing.assert_array_equal(s, want)
 
 

@@ -1,4 +1,4 @@
-"""Cost model: per-instruction cycle estimates and per-engine in-order queues.
+"""Cost model: per-instruction cycle estimates, and engines scheduled by data dependencies.
 
 Published estimates (AWS ``nki.isa.*`` API pages, "Estimated instruction cost", and the NKI
 architecture guides; the sources are listed in ``torch_neuronx.runtime.platforms.SOURCES``), with
@@ -9,6 +9,8 @@ instruction          cycles                                                     
 ==================  =========================================================  ===========
 nc_matmul            max(min(64, N_stationary), N_moving); x4 for fp32 inputs    Tensor
 nc_transpose (PE)    as nc_matmul with an identity moving tile                  Tensor
+broadcast_to (P-dim) nc_matmul(ones[1, M], src) per 512 columns; its result     Tensor
+                     is read by tensor_tensor as a PSUM operand (N cycles)
 activation           max(MIN_II, N)                                             Scalar
 activation_reduce    max(MIN_II, N) + MIN_II                                    Scalar
 tensor_scalar        max(MIN_II, N)                                             Vector*
@@ -43,10 +45,17 @@ platform's NeuronCore (``platform.core``: Tensor 2.8 / 2.4 / 2.4 GHz, Vector 1.1
 Scalar 1.4 / 1.2 / 1.2, GpSimd 1.4 / 1.2 / 1.2 on v2 / v3 / v4). FLOPs utilisation is measured against
 the Tensor Engine's per-core dense peak of the input dtype (``platform.core.tensor.dense_flops``; the
 platform table explains why that figure rather than the chip figure). Every instruction goes to one
-engine queue, in program order; it starts when its engine is free, its inputs are ready (RAW) and its
-destination is no longer being written or read by earlier instructions (WAW/WAR), tracked per
-element. DMA transfers share one bandwidth pool and are served out of order as their data becomes
-ready. All results are ESTIMATES.
+engine; it starts when its inputs are ready (RAW) and its destination is no longer being written or
+read by earlier instructions (WAW/WAR), tracked per element, in the first interval after that in which
+its engine is idle for its duration: the compiler schedules each engine's instruction stream, and
+"different iterations could be parallelized/pipelined on different compute engines within a NeuronCore
+depending on the invoked instructions (engines) and data dependency in the loop body" (legacy
+nki.language.affine_range page). An instruction whose engine the kernel leaves to the compiler
+(``tensor_copy``, ``memset`` with no ``engine=``: "compiler selects best engine based on engine
+workload") goes to the allowed engine that finishes it first. DMA transfers share one bandwidth pool
+and run in issue order within their queue ("DMA transfers within a queue on the same DMA engine are
+executed in order", nki-dma-overview): one queue for transfers into HBM, one for the others. All
+results are ESTIMATES.
 
 Fitted constants (``bench/RESULTS.md`` names the published latencies each was fitted on and those it
 was checked on): the DMA efficiency of the platform table (AWS's matmul tutorial, steps 1-3), and
@@ -66,7 +75,7 @@ if TYPE_CHECKING:
     from ..runtime.platforms import Platform
 
 __all__ = ["ENGINES", "DMA_DESCRIPTOR_NS", "DMA_FIXED_LATENCY_NS", "KERNEL_LAUNCH_NS", "contiguous_chunks",
-           "matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
+           "matmul_cycles", "broadcast_matmul_cycles", "elementwise_cycles", "tensor_tensor_cycles",
            "tensor_reduce_cycles", "iota_cycles", "bn_aggr_cycles", "dma_time_ns", "dma_fixed_latency_ns",
            "peak_flops", "Timeline", "memset_cycles", "reciprocal_cycles", "scan_cycles",
            "scalar_tensor_tensor_cycles", "local_gather_cycles", "dynamic_copy_cycles", "topk_cycles",
@@ -77,7 +86,7 @@ __all__ = ["ENGINES", "DMA_DESCRIPTOR_NS", "DMA_FIXED_LATENCY_NS", "KERNEL_LAUNC
 # measured kernels complete faster than that nominal figure allows.
 DMA_DESCRIPTOR_NS = 0.9       # core-wide cost of one contiguous chunk of a DMA, ns (fitted)
 DMA_FIXED_LATENCY_NS = 450.0  # from a transfer's last byte to its data being usable, ns (fitted)
-KERNEL_LAUNCH_NS = 11750.0   # fixed start/tear-down cost of one kernel launch, ns (fitted)
+KERNEL_LAUNCH_NS = 12000.0   # fixed start/tear-down cost of one kernel launch, ns (fitted)
 
 MIN_II_DYNAMIC = 600   # "MIN_II_DYNAMIC (~600)": tensor_copy_dynamic_src/dst pages (legacy nki.isa)
 GPSIMD_START = 150     # "GPSIMD_START (~150)": iota / affine_select pages (legacy nki.isa)
@@ -89,6 +98,14 @@ def matmul_cycles(n_stationary: int, n_moving: int, fp32: bool) -> int:
     """Tensor Engine cycles of one nc_matmul (nki.isa.nc_matmul page): fp32 inputs take 4 passes."""
     c = max(min(64, n_stationary), n_moving)
     return c * 4 if fp32 else c
+
+
+def broadcast_matmul_cycles(m: int, n: int, fp32: bool) -> int:
+    """A partition broadcast of a [1, n] tile to m partitions as AWS's compiler lowers it:
+    nc_matmul(ones[1, m], src) on the Tensor Engine, one matmul per 512 columns (the moving free
+    limit), each costed by :func:`matmul_cycles`."""
+    full, rest = divmod(n, 512)
+    return full * matmul_cycles(m, 512, fp32) + (matmul_cycles(m, rest, fp32) if rest else 0)
 
 
 def elementwise_cycles(n: int, min_ii: int = 64) -> int:
@@ -222,8 +239,11 @@ class Timeline:
         self.dma_bytes = 0
         self.spilled_bytes = 0      # SBUF bytes per partition spilled to HBM (allocation over capacity)
         self.trace: list = []             # (name, engine, start_ns, end_ns, ready_ns) per instruction
-        self._dma_busy: list[list[float]] = []   # merged busy intervals [start, end] of the DMA bandwidth
-        self._dma_starts: list[float] = []
+        # merged busy intervals [start, end] per engine (the DMA entry: the shared DMA bandwidth)
+        self._busy: dict[str, list[list[float]]] = {e: [] for e in ENGINES}
+        self._starts: dict[str, list[float]] = {e: [] for e in ENGINES}
+        self._floor = {e: 0.0 for e in ENGINES}   # no instruction of the engine starts before (barriers)
+        self._last_dma_start: dict[str, float] = {}   # DMA queue -> start of its last transfer
 
     @property
     def latency_ns(self) -> float:
@@ -237,8 +257,14 @@ class Timeline:
     def advance_all(self, t: float) -> None:
         """Make every engine queue wait until ``t`` (a core barrier)."""
         for e in self.engine_free:
-            self.engine_free[e] = max(self.engine_free[e], t)
+            self.hold(e, t)
         self.makespan_ns = max(self.makespan_ns, t)
+
+    def hold(self, engine: str, t: float) -> None:
+        """No later instruction of ``engine`` starts before ``t`` (a barrier, or an explicit
+        ``depends_on`` that delays an instruction and the rest of its queue)."""
+        self.engine_free[engine] = max(self.engine_free[engine], t)
+        self._floor[engine] = max(self._floor[engine], t)
 
     @classmethod
     def merged(cls, timelines: list) -> Timeline:
@@ -265,10 +291,11 @@ class Timeline:
         """``cycles`` of ``engine`` ("tensor", "vector", "scalar", "gpsimd") in ns at its clock."""
         return cycles / self.platform.core.clock_hz(engine) * 1e9
 
-    def _place_dma(self, ready: float, dur: float) -> float:
-        """Earliest start >= ready where the shared DMA bandwidth is free for ``dur`` ns."""
-        iv = self._dma_busy
-        i = bisect.bisect_right(self._dma_starts, ready) - 1
+    def _gap(self, engine: str, ready: float, dur: float) -> tuple[float, int]:
+        """(earliest start >= ready where ``engine`` is idle for ``dur`` ns, insertion index)."""
+        ready = max(ready, self._floor[engine])
+        iv = self._busy[engine]
+        i = bisect.bisect_right(self._starts[engine], ready) - 1
         t = ready
         if i >= 0 and iv[i][1] > t:
             t = iv[i][1]
@@ -276,35 +303,63 @@ class Timeline:
         while j < len(iv) and iv[j][0] < t + dur:
             t = max(t, iv[j][1])
             j += 1
+        return t, j
+
+    def _place(self, engine: str, ready: float, dur: float) -> float:
+        """Occupy ``engine`` for ``dur`` ns from the earliest idle interval at or after ``ready``."""
+        iv, starts = self._busy[engine], self._starts[engine]
+        t, j = self._gap(engine, ready, dur)
         # insert [t, t + dur] at position j, merging with touching neighbours
         lo, hi = t, t + dur
         k = j
         if k > 0 and iv[k - 1][1] >= lo - 1e-9:
             k -= 1
             lo = iv[k][0]
-            del iv[k], self._dma_starts[k]
+            del iv[k], starts[k]
         if k < len(iv) and iv[k][0] <= hi + 1e-9:
             hi = max(hi, iv[k][1])
-            del iv[k], self._dma_starts[k]
+            del iv[k], starts[k]
         iv.insert(k, [lo, hi])
-        self._dma_starts.insert(k, lo)
+        starts.insert(k, lo)
         return t
 
-    def schedule(self, name: str, engine: str, busy_ns: float, inputs_ready: float,
-                 latency_ns: float = 0.0) -> tuple:
-        """Place one instruction on ``engine``: start = max(engine free, inputs/destination ready).
+    def earliest_engine(self, engines: tuple, cycles: float, inputs_ready: float) -> tuple[str, float]:
+        """(engine, busy ns) of the compute engine among ``engines`` that would finish an instruction
+        of ``cycles`` first (the first listed on a tie): how AWS's compiler places an instruction whose
+        engine the kernel leaves to it ("compiler selects best engine based on engine workload")."""
+        best = None
+        for e in engines:
+            busy = self.cycles_to_ns(e, cycles)
+            end = self._gap(e, inputs_ready, busy)[0] + busy
+            if best is None or end < best[0] - 1e-9:
+                best = (end, e, busy)
+        assert best is not None
+        return best[1], best[2]
 
-        Compute engines are in-order queues. The DMA engines (16 queues sharing the core's bandwidth)
-        serve a transfer as soon as its data is ready and bandwidth is free, even before transfers
-        issued earlier that are still waiting for their data (so a store waiting on compute does not
-        stall the next loads).
+    def schedule(self, name: str, engine: str, busy_ns: float, inputs_ready: float,
+                 latency_ns: float = 0.0, queue: str = "") -> tuple:
+        """Place one instruction on ``engine``: it starts in the first interval at or after its
+        inputs / destination are ready (RAW, WAW, WAR) in which the engine is idle for its duration.
+
+        This models the compiler's static instruction scheduling, not a hardware queue: AWS's compiler
+        orders each engine's instruction stream, and "different iterations [of an affine_range loop]
+        could be parallelized/pipelined on different compute engines within a NeuronCore depending on
+        the invoked instructions (engines) and data dependency in the loop body" (legacy
+        nki.language.affine_range page), so an instruction whose data is ready does not wait behind an
+        earlier one of its engine that still waits for its own. The DMA engines (16 queues sharing the
+        core's bandwidth) likewise serve a transfer as soon as its data is ready and bandwidth is free.
         """
         if engine is None:
             return inputs_ready, inputs_ready
         if engine == "dma":
-            start = self._place_dma(inputs_ready, busy_ns)
-        else:
-            start = max(self.engine_free[engine], inputs_ready)
+            # a DMA queue runs its transfers in issue order ("DMA transfers within a queue on the same DMA
+            # engine are executed in order", nki/get-started/about/nki-dma-overview.rst); ``queue``: one
+            # for transfers into HBM (stores) and one for the others (loads), as the two DMA queues of
+            # the Mamba tutorial's mamba_v2 profile (qSyncIO0, qGpSimdIO0) carry its loads and stores
+            inputs_ready = max(inputs_ready, self._last_dma_start.get(queue, 0.0))
+        start = self._place(engine, inputs_ready, busy_ns)
+        if engine == "dma":
+            self._last_dma_start[queue] = start
         end = start + busy_ns
         self.engine_free[engine] = max(self.engine_free[engine], end)
         self.busy_ns[engine] += busy_ns

@@ -155,7 +155,7 @@ class Kernel:
             "enable-mutable-parameter" in str(self.options.get("experimental_flags", ""))
         out, launch = run_kernel(self.fn, args, kwargs, self.grid, plat, frontend=self.frontend,
                                  keep=self.default_keep() if keep is None else keep, lnc=self.lnc(plat),
-                                 params_writable=writable)
+                                 params_writable=writable, placeholders=self.mode in ("benchmark", "profile"))
         self.last_run = launch
         return out
 

@@ -102,9 +102,12 @@ def _tile_broadcast(arr: Any, shape: tuple) -> np.ndarray:
 class Instr:
     """Reads and writes of one instruction; timed on exit (see :meth:`NeuronCoreSim.instruction`)."""
 
-    def __init__(self, sim: NeuronCoreSim, name: str, engine: str | None, busy_ns: float, latency_ns: float):
+    def __init__(self, sim: NeuronCoreSim, name: str, engine: str | None, busy_ns: float, latency_ns: float,
+                 alternatives: tuple = (), cycles: float = 0.0):
         self.sim, self.name, self.engine = sim, name, engine
         self.busy_ns, self.latency_ns = busy_ns, latency_ns
+        self.alternatives = alternatives   # other engines the compiler may place it on (cost model)
+        self.cycles = cycles
         self.reads: list = []
         self.writes: list = []
 
@@ -434,8 +437,14 @@ class NeuronCoreSim:
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, name: str, engine: str | None, cycles: float = 0.0, busy_ns: float | None = None,
-                    latency_ns: float = 0.0) -> Instr:
-        """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``)."""
+                    latency_ns: float = 0.0, alternatives: Sequence[str] = ()) -> Instr:
+        """Context for one instruction on ``engine`` costing ``cycles`` (or ``busy_ns``).
+
+        ``alternatives``: other engines that can run it when the kernel left the choice to the compiler
+        (``engine=nki.isa.unknown_engine``, "compiler selects best engine based on engine workload":
+        the nki.isa tensor_copy / memset pages); the cost model then places it on whichever of
+        ``engine`` and ``alternatives`` finishes it first (``engine`` on a tie), with the same cycle count
+        at that engine's clock. Values do not depend on the engine chosen."""
         if busy_ns is None:
             busy_ns = self.timeline.cycles_to_ns(engine, cycles) if engine and engine != "dma" else 0.0
         if self.launch is not None:
@@ -444,7 +453,7 @@ class NeuronCoreSim:
                 self.launch.let_earlier_core_run(self)
         else:
             self._own_instructions += 1
-        return Instr(self, name, engine, busy_ns, latency_ns)
+        return Instr(self, name, engine, busy_ns, latency_ns, tuple(alternatives), cycles)
 
     def read_index_values(self, tile: NkiTensor) -> np.ndarray:
         """Integer values of an index tile (indirect addressing), read now; recorded as a read of the
@@ -480,8 +489,14 @@ class NeuronCoreSim:
                 rd = np.asarray(sacc.get(st.aux["read_done"]))
                 if rd.size:
                     ready = max(ready, float(np.max(rd)))
+        if ins.alternatives and ins.engine is not None:
+            ins.engine, ins.busy_ns = self.timeline.earliest_engine(
+                (ins.engine, *ins.alternatives), ins.cycles, ready)
+        queue = ""
+        if ins.engine == "dma":       # the DMA queue: transfers into HBM (stores) or the others (loads)
+            queue = "to_hbm" if any(sacc.storage.buffer.kind == "hbm" for sacc, _m in ins.writes) else "to_chip"
         start, done = self.timeline.schedule(ins.name, ins.engine, ins.busy_ns, ready,  # type: ignore[arg-type]
-                                             ins.latency_ns)
+                                             ins.latency_ns, queue)
         end = start + ins.busy_ns
         for sacc, m in ins.writes:
             sacc.put(sacc.storage.aux_array("ready"), np.full(sacc.shape, done), m)
@@ -811,7 +826,7 @@ def _rebuild(ret: Any, conv: Callable) -> Any:
 
 def run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple = (), platform: Any = None,
                *, frontend: str = "legacy", keep: bool | None = None, lnc: int = 1,
-               params_writable: bool = False) -> tuple[Any, Launch]:
+               params_writable: bool = False, placeholders: bool = False) -> tuple[Any, Launch]:
     """Run kernel function ``fn`` on fresh simulated NeuronCores.
 
     Args:
@@ -826,15 +841,20 @@ def run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple = (), 
         lnc: cores of the logical NeuronCore (1 or 2).
         params_writable: every array parameter is writable and written back (``nki.trace`` kernels,
             ``kernel_return=False``); the kernel may then return nothing.
+        placeholders: accept ``nt.tensor[shape, dtype]`` placeholder arguments and run them as zeros
+            (``nki.benchmark`` / ``nki.profile``, whose pages say the device run does not use the
+            inputs' values and its outputs are undefined).
 
     Returns:
         ``(outputs, launch)``: outputs mirror the kernel's return value with NumPy arrays.
 
     Raises:
         err_tensor_output_not_written_to: a returned tensor was never written, or nothing returned.
+        TypeError: a placeholder argument when ``placeholders`` is False (a kernel that computes
+            values needs NumPy arrays, as ``nki.baremetal`` / ``nki.simulate_kernel`` say).
     """
     with _one_blas_thread():
-        return _run_kernel(fn, args, kwargs, grid, platform, frontend, keep, lnc, params_writable)
+        return _run_kernel(fn, args, kwargs, grid, platform, frontend, keep, lnc, params_writable, placeholders)
 
 
 def _one_blas_thread() -> Any:
@@ -857,7 +877,8 @@ _BLAS_CONTROLLER: Any = None  # None: not looked up yet; False: no threadpoolctl
 
 
 def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, platform: Any, frontend: str,
-                keep: bool | None, lnc: int, params_writable: bool) -> tuple[Any, Launch]:
+                keep: bool | None, lnc: int, params_writable: bool,
+                allow_placeholders: bool = False) -> tuple[Any, Launch]:
     keep_mode = dtypes.get_keep_fp32(False) if keep is None else keep
     launch = Launch(platform, tuple(grid), keep_mode, frontend, lnc)
     params: Mapping[str, inspect.Parameter]
@@ -875,6 +896,12 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
         def convert(a: Any, nm: str, key: int) -> Any:
             if key not in placeholders:
                 spec = placeholder_spec(a)
+                if spec is not None and not allow_placeholders:
+                    raise TypeError(
+                        f"kernel argument '{nm}' is the placeholder {a!r}: a kernel run that computes values "
+                        "needs NumPy arrays (nki.jit / nki.baremetal / nki.simulate_kernel); placeholders are "
+                        f"accepted only by nki.benchmark and nki.profile. Pass e.g. np.zeros({list(spec[0])}, "
+                        "dtype=...) instead")
                 placeholders[key] = a if spec is None else np.zeros(spec[0], dtype=dtypes.np_dtype(spec[1]))
             a = placeholders[key]
             if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):

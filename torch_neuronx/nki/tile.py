@@ -115,7 +115,7 @@ class Storage:
 
     __slots__ = ("shape", "dtype", "buffer", "pdim", "pstride", "data", "keep", "name", "immutable",
                  "param_written", "written", "aux", "marks", "created_in", "placement", "sim", "alloc",
-                 "__weakref__")
+                 "read_as_psum", "__weakref__")
 
     def __init__(self, shape: Sequence[int], dtype: Any, buffer: Buffer, data: np.ndarray, keep: bool,
                  pdim: int = 0, name: str = "", sim: Any = None):
@@ -135,6 +135,9 @@ class Storage:
         self.placement: Any = None
         self.sim = sim
         self.alloc: Any = None         # its memory.Allocation (PSUM live ranges)
+        # cost model only: a partition broadcast's result, which AWS's compiler produces in PSUM with a
+        # Tensor Engine matmul, so its consumers read a PSUM operand (the values live here in SBUF)
+        self.read_as_psum = False
         if buffer.kind in ON_CHIP and self.shape:
             self.pstride = int(np.prod(self.shape[:pdim] + self.shape[pdim + 1:], dtype=np.int64)) \
                 if len(self.shape) > 1 else 1

@@ -81,6 +81,8 @@ _DTYPES: dict = {
     torch.int16: (np.dtype(np.int16), None),
     torch.int32: (np.dtype(np.int32), None),
     torch.uint8: (np.dtype(np.uint8), None),
+    torch.uint16: (np.dtype(np.uint16), None),     # nl.uint16 / nl.uint32 (MX x4 data arrives packed in uint32)
+    torch.uint32: (np.dtype(np.uint32), None),
     torch.bool: (np.dtype(np.bool_), None),
 }
 _NP_TO_TORCH = {np_dt: t for t, (np_dt, _) in _DTYPES.items()}
@@ -91,7 +93,7 @@ def _np_dtype(t_dtype: torch.dtype, what: str) -> np.dtype:
     if t_dtype not in _DTYPES:
         raise TypeError(f"{what}: {t_dtype} is not supported by NKI kernels (NeuronCores have no "
                         "float64, int64 or complex arithmetic; supported: float32, bfloat16, float16, "
-                        "float8_e4m3fn, float8_e5m2, int8/16/32, uint8, bool). Convert it first, "
+                        "float8_e4m3fn, float8_e5m2, int8/16/32, uint8/16/32, bool). Convert it first, "
                         "e.g. t.to(torch.int32) or t.to(torch.float32).")
     return _DTYPES[t_dtype][0]
 

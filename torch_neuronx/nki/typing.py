@@ -9,8 +9,9 @@
   kernel returns, writes its final values back into the caller's array.
 * ``nt.scalar`` marks a scalar parameter; ``nt.mutable`` is ``mutable_tensor``'s generic alias.
 * ``nt.tensor[[8192, 4096], nl.bfloat16]`` passed as a kernel *argument* is a placeholder (AWS's
-  matmul tutorial benchmarks with them): the simulator runs the kernel on zeros of that shape and dtype
-  (:func:`placeholder_spec`).
+  matmul tutorial benchmarks with them): ``nki.benchmark`` and ``nki.profile``, whose device runs do
+  not use the inputs' values, run the kernel on zeros of that shape and dtype (:func:`placeholder_spec`);
+  every other entry point computes values and refuses a placeholder with a ``TypeError``.
 
 Python does not evaluate annotations of local variables (``c: tensor[128, 512] = ...``), so their
 shapes are not checked (AWS's ``err_annotation_shape_mismatch`` is a rule of its parser).

@@ -173,7 +173,7 @@ class NkiInstruction:
         if latest > self.start_ns and self.engine and self.sim is not None:
             shift = latest - self.start_ns
             tl = self.sim.timeline
-            tl.engine_free[self.engine] = max(tl.engine_free.get(self.engine, 0.0), self.done_ns + shift)
+            tl.hold(self.engine, self.done_ns + shift)
             self.start_ns += shift
             self.done_ns += shift
             tl.makespan_ns = max(tl.makespan_ns, self.done_ns)

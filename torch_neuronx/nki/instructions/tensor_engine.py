@@ -245,9 +245,10 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
     nki-library's "golden reference matching nisa.quantize_mx hardware behavior" (``quantize_mx_golden``
     in ``nkilib/core/utils/mx_torch_common.py``), which its MXFP load test matches bit for bit. The
     ``nki.isa.quantize_mx`` page (SDK 2.32) instead describes a block scale "two times larger"
-    (``Emax - 1``); with it, that test's data and scales differ everywhere. The partitions of the
-    ``[p, f / 4]`` block of ``dst_scale`` that hold no scale are written with zeros (the layout of that
-    golden).
+    (``Emax - 1``); with it, that test's data and scales differ everywhere. Only the scale partitions
+    of ``dst_scale`` are written (the first 4 of each 32-partition quadrant); the others keep their
+    values, which is what lets a kernel pack the scales of several calls into one tile at partition
+    offsets 0, 4, 8 or 12 (``nki/deep-dives/mxfp-matmul.rst``, "Packing Scale Values").
 
     Raises:
         err_unsupported_on_target (before v4), err_unsupported_dtype, err_invalid_instruction_argument.
@@ -293,10 +294,9 @@ def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str 
                 f"'{api}': dst_scale {dst_scale.describe()} too small for [{p}, {f}] data (needs partitions "
                 f"{int(rows.max()) + 1} and {f // 4} columns)")
         bytes_ = cur.view(np.uint8) if cur.dtype != np.uint8 else cur
-        # the instruction writes the whole [p, f/4] scale block: the scale rows of each 32-partition
-        # quadrant, zero in its other partitions (the hardware layout of nki-library's hardware-matching
-        # golden, quantize_mx_golden, "4 valid scale rows per 32-partition quadrant, rest zero")
-        bytes_[:p, : f // 4] = 0
+        # only the scale rows are written (4 per 32-partition quadrant): the other partitions keep their
+        # values, so scales of up to four quantize_mx calls can be packed into one tile at partition
+        # offsets 0 / 4 / 8 / 12 (AWS's MXFP matmul deep dive, "Packing Scale Values")
         bytes_[rows, : f // 4] = sb
         vals = bytes_.view(cur.dtype) if cur.dtype != np.uint8 else bytes_
         ins.write(dst_scale, vals.reshape(dst_scale.shape))

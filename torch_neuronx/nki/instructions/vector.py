@@ -32,6 +32,7 @@ from ..ops import (BINARY, UNARY, binary, is_bitvec, op_name, reduce_fn, reduce_
 from ..tile import NkiTensor, is_tile
 from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, issue, operand,
                      pick_engine, require_generation, same_elements, samep, scalar_operand)
+from .constants import engine_name
 from .constants import reduce_cmd as _reduce_cmd
 
 __all__ = ["tensor_tensor", "tensor_scalar", "scalar_tensor_tensor", "tensor_reduce", "reduce_axes",
@@ -143,7 +144,7 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
                                      "most one may be")
     gpsimd_no_psum(eng, api, data1=data1, data2=data2, dst=dst)
     n = free_size(dst.shape)
-    one_psum = (data1.buffer.kind == "psum") != (data2.buffer.kind == "psum")
+    one_psum = _psum_operand(data1) != _psum_operand(data2)
     all_bf16 = all(t.dtype == dtypes.bfloat16 for t in (data1, data2, dst)) and opn in ("add", "multiply", "subtract")
     cycles = cost_model.tensor_tensor_cycles(n, one_psum or all_bf16, _min_ii())
     if pb and (p1 != p2):
@@ -168,9 +169,20 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
     return issue(sim)
 
 
+def _engine_left_to_compiler(engine: Any) -> bool:
+    """``engine`` is None or ``nki.isa.unknown_engine``: AWS's compiler picks the engine by workload."""
+    return engine is None or engine_name(engine, "unknown") == "unknown"
+
+
+def _psum_operand(t: NkiTensor) -> bool:
+    """For the cost model: ``t`` is read from PSUM (in PSUM, or a partition broadcast's result)."""
+    return t.buffer.kind == "psum" or t.storage.read_as_psum
+
+
 def broadcast_copy(dst: NkiTensor, src: NkiTensor, *, name: str | None = None) -> NkiInstruction:
     """``dst = src`` broadcast: size-1 partition / free dims of ``src`` replicated (``nl.broadcast_to``;
-    a partition broadcast is a data movement across partitions, charged as one copy)."""
+    a partition broadcast is costed as the Tensor Engine matmul AWS's compiler lowers it to, whose
+    PSUM result a following ``tensor_tensor`` reads at the one-PSUM-input rate)."""
     sim = current()
     api = "broadcast_to"
     operand(src, api, "src")
@@ -178,8 +190,19 @@ def broadcast_copy(dst: NkiTensor, src: NkiTensor, *, name: str | None = None) -
     if src.shape[0] not in (1, dst.shape[0]):
         raise err_num_partition_mismatch(f"'{api}': {src.describe()} to {list(dst.shape)}: only 1 partition "
                                          "broadcasts")
-    cycles = cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())
-    with sim.instruction(name or api, "vector", cycles) as ins:
+    partition_bcast = src.shape[0] == 1 and dst.shape[0] > 1
+    if partition_bcast:
+        # AWS's compiler lowers a partition broadcast to nc_matmul(ones[1, M], src) on the Tensor Engine
+        # into PSUM, read from there by its consumer ("NKI invokes such matmul under the hood when
+        # broadcast_input.broadcast_to((M, ...)) is called": Trainium/Inferentia2 architecture guide,
+        # Tensor Engine "Alternative Use Case")
+        eng = "tensor"
+        cycles = cost_model.broadcast_matmul_cycles(dst.shape[0], free_size(dst.shape),
+                                                    src.dtype == dtypes.float32)
+    else:
+        eng = "vector"
+        cycles = cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())
+    with sim.instruction(name or api, eng, cycles) as ins:
         v = ins.read(src, raw=src.dtype == dst.dtype)
         v = v.reshape(v.shape + (1,) * (dst.ndim - v.ndim)) if v.ndim < dst.ndim else v
         try:
@@ -188,6 +211,8 @@ def broadcast_copy(dst: NkiTensor, src: NkiTensor, *, name: str | None = None) -
             raise err_invalid_instruction_argument(f"'{api}': {src.describe()} does not broadcast to "
                                                    f"{list(dst.shape)}") from None
         ins.write(dst, out)
+    if partition_bcast:
+        dst.storage.read_as_psum = True
     return issue(sim)
 
 
@@ -354,7 +379,14 @@ def tensor_copy(dst: NkiTensor, src: NkiTensor, *, engine: Any = None, mask: Any
     gpsimd_no_psum(eng, api, src=src, dst=dst)
     if cycles is None:
         cycles = cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())
-    with sim.instruction(name or api, eng, cycles) as ins:
+    alternatives: tuple = ()
+    if _engine_left_to_compiler(engine) and not api.startswith("tensor_copy_dynamic") and \
+            dtypes.is_float(src.dtype) and dtypes.is_float(dst.dtype):
+        # "All three compute engines, Vector, Scalar and GpSimd Engine can perform tensor copy" (GpSimd
+        # not on PSUM); float copies only, as Scalar casts through fp32
+        psum = src.buffer.kind == "psum" or dst.buffer.kind == "psum"
+        alternatives = ("scalar",) if psum else ("scalar", "gpsimd")
+    with sim.instruction(name or api, eng, cycles, alternatives=alternatives) as ins:
         raw = src.dtype == dst.dtype and cast is None
         v = ins.read(src, mask if src.shape == dst.shape else None, raw=raw)
         if v.shape != dst.shape:
@@ -390,7 +422,9 @@ def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
         raise err_invalid_instruction_argument(f"'{api}': only value=0 is supported for {dst.describe()}")
     half = float(value) == 0.0 and dst.dtype in (dtypes.bfloat16, dtypes.float16)
     cycles = cost_model.memset_cycles(free_size(dst.shape), half, _min_ii())
-    with sim.instruction(name or api, eng, cycles) as ins:
+    # memset runs on Vector or GpSimd; left to the compiler, it "select[s] the best engine" (nki.isa.memset)
+    alternatives = ("gpsimd",) if _engine_left_to_compiler(engine) and dst.buffer.kind != "psum" else ()
+    with sim.instruction(name or api, eng, cycles, alternatives=alternatives) as ins:
         if dtypes.is_packed(dst.dtype):
             v: Any = np.zeros(dst.shape, dtype=dst.dtype.storage)
         elif dtypes.is_float(dst.dtype):
