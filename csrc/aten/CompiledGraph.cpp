@@ -51,12 +51,6 @@
 namespace torch_neuronx {
 namespace {
 
-#define TRACK_COMPILED(NAME)                                  \
-  do {                                                        \
-    static const char kName[] = NAME;                         \
-    track_op(static_cast<const void*>(kName), kName, false);  \
-  } while (0)
-
 // ---- Python arguments --------------------------------------------------------
 
 // Raises Python's TypeError with a printf-formatted message.
@@ -333,7 +327,7 @@ PyObject* empty_strided_neuron(
         slots[2] == nullptr ? "nothing" : Py_TYPE(slots[2])->tp_name);
   }
   const c10::ScalarType dtype = reinterpret_cast<THPDtype*>(slots[2])->scalar_type;
-  TRACK_COMPILED("aten::empty_strided");
+  TORCH_NEURONX_TRACK("aten::empty_strided");
   // The neuron allocator places memory on the calling thread's current core.
   return THPVariable_Wrap(at::detail::empty_strided_generic(
       size, stride, neuron_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype));

@@ -27,12 +27,6 @@
 namespace torch_neuronx {
 namespace {
 
-#define TRACK(NAME)                                     \
-  do {                                                  \
-    static const char kName[] = NAME;                   \
-    track_op(static_cast<const void*>(kName), kName, false); \
-  } while (0)
-
 c10::DeviceIndex device_from(std::optional<c10::Device> device) {
   if (!device.has_value() || !device->has_index()) {
     return check_device(current_device());
@@ -73,7 +67,7 @@ at::Tensor empty_memory_format(
     std::optional<c10::Device> device,
     std::optional<bool> pin_memory,
     std::optional<c10::MemoryFormat> memory_format) {
-  TRACK("aten::empty.memory_format");
+  TORCH_NEURONX_TRACK("aten::empty.memory_format");
   const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   at::Tensor result = at::detail::empty_generic(
@@ -95,7 +89,7 @@ at::Tensor empty_strided(
     std::optional<c10::Layout> layout,
     std::optional<c10::Device> device,
     std::optional<bool> pin_memory) {
-  TRACK("aten::empty_strided");
+  TORCH_NEURONX_TRACK("aten::empty_strided");
   const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   at::Tensor result = at::detail::empty_strided_generic(
@@ -122,7 +116,7 @@ at::Tensor efficientzerotensor(
     std::optional<c10::Layout> layout,
     std::optional<c10::Device> device,
     std::optional<bool> pin_memory) {
-  TRACK("aten::_efficientzerotensor");
+  TORCH_NEURONX_TRACK("aten::_efficientzerotensor");
   const c10::DeviceIndex index = factory_device(layout, device, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   at::native::ZeroTensorAllocator allocator(c10::Device(kNeuron, index));
@@ -208,7 +202,7 @@ const at::Tensor& resize_(
     c10::IntArrayRef size,
     std::optional<c10::MemoryFormat> memory_format) {
   adaptive::flush_pending();
-  TRACK("aten::resize_");
+  TORCH_NEURONX_TRACK("aten::resize_");
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
   const size_t needed = at::detail::computeStorageNbytesContiguous(
@@ -231,7 +225,7 @@ const at::Tensor& resize_(
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   adaptive::flush_pending();
-  TRACK("aten::_local_scalar_dense");
+  TORCH_NEURONX_TRACK("aten::_local_scalar_dense");
   return at::_local_scalar_dense(cpu_alias(self));
 }
 
@@ -241,7 +235,7 @@ at::Tensor& set_storage(
     int64_t storage_offset,
     c10::IntArrayRef size,
     c10::IntArrayRef stride) {
-  TRACK("aten::set_");
+  TORCH_NEURONX_TRACK("aten::set_");
   adaptive::flush_pending();
   at::native::checkSetStorage(result, storage, storage_offset, size, stride);
   std::vector<int64_t> strides;
@@ -300,7 +294,7 @@ at::Tensor convolution_overrideable(
     c10::IntArrayRef output_padding,
     int64_t groups) {
   adaptive::flush_pending();
-  TRACK("aten::convolution_overrideable");
+  TORCH_NEURONX_TRACK("aten::convolution_overrideable");
   // at::_convolution sends any tensor set with a neuron tensor here without
   // checking devices: every operand is checked (a CPU weight is an error, as
   // on CUDA, not a CPU computation labelled neuron).
@@ -335,7 +329,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     int64_t groups,
     std::array<bool, 3> output_mask) {
   adaptive::flush_pending();
-  TRACK("aten::convolution_backward_overrideable");
+  TORCH_NEURONX_TRACK("aten::convolution_backward_overrideable");
   static const char kOp[] = "aten::convolution_backward_overrideable";
   const c10::DeviceIndex device =
       check_device((input.device().type() == kNeuron ? input : weight).device().index());

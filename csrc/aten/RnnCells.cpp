@@ -18,12 +18,6 @@
 namespace torch_neuronx {
 namespace {
 
-#define TRACK(NAME)                                              \
-  do {                                                           \
-    static const char kName[] = NAME;                            \
-    track_op(static_cast<const void*>(kName), kName, false);     \
-  } while (0)
-
 bool given(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined();
 }
@@ -50,7 +44,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
     const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias,
     const std::optional<at::Tensor>& hidden_bias) {
-  TRACK("aten::_thnn_fused_lstm_cell");
+  TORCH_NEURONX_TRACK("aten::_thnn_fused_lstm_cell");
   check_biases("_thnn_fused_lstm_cell", input_bias, hidden_bias);
   at::Tensor hgates = given(hidden_bias) ? hidden_gates + *hidden_bias : hidden_gates;
   at::Tensor igates = given(input_bias) ? input_gates + *input_bias : input_gates;
@@ -71,7 +65,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward_impl(
     const at::Tensor& cy,
     const at::Tensor& workspace,
     bool has_bias) {
-  TRACK("aten::_thnn_fused_lstm_cell_backward_impl");
+  TORCH_NEURONX_TRACK("aten::_thnn_fused_lstm_cell_backward_impl");
   if (!given(grad_hy) && !given(grad_cy)) {
     return {};
   }
@@ -106,7 +100,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
     const at::Tensor& hx,
     const std::optional<at::Tensor>& input_bias,
     const std::optional<at::Tensor>& hidden_bias) {
-  TRACK("aten::_thnn_fused_gru_cell");
+  TORCH_NEURONX_TRACK("aten::_thnn_fused_gru_cell");
   check_biases("_thnn_fused_gru_cell", input_bias, hidden_bias);
   const auto ic = (given(input_bias) ? input_gates + *input_bias : input_gates).chunk(3, 1);
   const auto hc = (given(hidden_bias) ? hidden_gates + *hidden_bias : hidden_gates).chunk(3, 1);
@@ -121,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
     const at::Tensor& grad_hy,
     const at::Tensor& workspace,
     bool has_bias) {
-  TRACK("aten::_thnn_fused_gru_cell_backward");
+  TORCH_NEURONX_TRACK("aten::_thnn_fused_gru_cell_backward");
   const auto w = workspace.chunk(5, 1);
   const at::Tensor& r = w[0];
   const at::Tensor& z = w[1];

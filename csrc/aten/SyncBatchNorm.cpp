@@ -15,12 +15,6 @@
 namespace torch_neuronx {
 namespace {
 
-#define TRACK(NAME)                                              \
-  do {                                                           \
-    static const char kName[] = NAME;                            \
-    track_op(static_cast<const void*>(kName), kName, false);     \
-  } while (0)
-
 bool given(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined();
 }
@@ -49,7 +43,7 @@ at::Tensor per_channel(const at::Tensor& v, const at::Tensor& input) {
 }
 
 std::tuple<at::Tensor, at::Tensor> stats(const at::Tensor& input, double eps) {
-  TRACK("aten::batch_norm_stats");
+  TORCH_NEURONX_TRACK("aten::batch_norm_stats");
   const auto dims = reduce_dims(input);
   const at::Tensor x = input.to(stats_dtype(input));
   at::Tensor mean = x.mean(dims);
@@ -93,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor> gather_stats_with_counts(
     double momentum,
     double eps,
     const at::Tensor& counts) {
-  TRACK("aten::batch_norm_gather_stats_with_counts");
+  TORCH_NEURONX_TRACK("aten::batch_norm_gather_stats_with_counts");
   return gather_with_counts(mean, invstd, running_mean, running_var, momentum, eps, counts);
 }
 
@@ -106,7 +100,7 @@ std::tuple<at::Tensor, at::Tensor> gather_stats(
     double momentum,
     double eps,
     int64_t count) {
-  TRACK("aten::batch_norm_gather_stats");
+  TORCH_NEURONX_TRACK("aten::batch_norm_gather_stats");
   const at::Tensor counts = at::full({mean.size(0)}, static_cast<double>(count), mean.options());
   return gather_with_counts(mean, invstd, running_mean, running_var, momentum, eps, counts);
 }
@@ -118,7 +112,7 @@ at::Tensor elemt(
     const at::Tensor& mean,
     const at::Tensor& invstd,
     double /*eps*/) {
-  TRACK("aten::batch_norm_elemt");
+  TORCH_NEURONX_TRACK("aten::batch_norm_elemt");
   const at::Tensor x = input.to(stats_dtype(input));
   at::Tensor out = (x - per_channel(mean, x)) * per_channel(invstd, x);
   if (given(weight)) {
@@ -153,7 +147,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_reduce(
     bool input_g,
     bool weight_g,
     bool bias_g) {
-  TRACK("aten::batch_norm_backward_reduce");
+  TORCH_NEURONX_TRACK("aten::batch_norm_backward_reduce");
   const auto dims = reduce_dims(input);
   const at::Tensor dy = grad_out.to(stats_dtype(input));
   const at::Tensor x = input.to(stats_dtype(input));
@@ -182,7 +176,7 @@ at::Tensor backward_elemt(
     const at::Tensor& sum_dy,
     const at::Tensor& sum_dy_xmu,
     const at::Tensor& count) {
-  TRACK("aten::batch_norm_backward_elemt");
+  TORCH_NEURONX_TRACK("aten::batch_norm_backward_elemt");
   const at::Tensor x = input.to(stats_dtype(input));
   const at::Tensor dy = grad_out.to(x.scalar_type());
   const at::Tensor n = count.to(x.scalar_type()).sum();
