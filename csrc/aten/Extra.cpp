@@ -5,6 +5,11 @@
 // calls it on any device that is not CPU/MPS (integrations/moe.py); the CPU
 // kernel has no integer version, so the counts are taken in float64 on the
 // host alias and returned in the input's dtype, as CUDA returns them.
+//
+// mode.values (torch.mode(x, dim, out=(values, indices))): PyTorch's only kernel
+// is a composite that refuses devices other than CPU, CUDA and XPU; the device
+// runs mode (the CPU kernel through the boxed fallback) and writes the outputs
+// with the composite's own checks, as the out= forms of other ops do.
 #include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/OpPolicy.h"
@@ -13,6 +18,7 @@
 #include "runtime/Runtime.h"
 
 #include <ATen/Functions.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 namespace torch_neuronx {
@@ -55,11 +61,40 @@ at::Tensor& histc_out(
   return out;
 }
 
+std::tuple<at::Tensor&, at::Tensor&> mode_out(
+    const at::Tensor& self,
+    int64_t dim,
+    bool keepdim,
+    at::Tensor& values,
+    at::Tensor& indices) {
+  TORCH_CHECK(
+      self.device() == values.device(),
+      "expected device '", self.device(), "' but got '", values.device(), "' for values output");
+  TORCH_CHECK(
+      self.device() == indices.device(),
+      "expected device '", self.device(), "' but got '", indices.device(), "' for indices output");
+  TORCH_CHECK(
+      self.scalar_type() == values.scalar_type(),
+      "expected scalar type '", self.scalar_type(), "' but got '", values.scalar_type(),
+      "' for values output");
+  TORCH_CHECK(
+      indices.scalar_type() == at::ScalarType::Long,
+      "expected scalar type '", at::ScalarType::Long, "' but got '", indices.scalar_type(),
+      "' for indices output");
+  auto [v, i] = at::mode(self, dim, keepdim);
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc", neuron_histc);
   m.impl("histc.out", histc_out);
+  m.impl("mode.values", mode_out);
 }
 
 } // namespace torch_neuronx

@@ -204,7 +204,11 @@ const at::Tensor& resize_(
   adaptive::flush_pending();
   TORCH_NEURONX_TRACK("aten::resize_");
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
-  impl->set_sizes_contiguous(size);
+  // As the CPU and CUDA kernels: resizing to the current sizes keeps the strides (a strided out= view
+  // stays a view of the same elements); only a new shape is laid out contiguously.
+  if (impl->sizes() != size) {
+    impl->set_sizes_contiguous(size);
+  }
   const size_t needed = at::detail::computeStorageNbytesContiguous(
       size, impl->dtype().itemsize(), impl->storage_offset());
   const size_t old_nbytes = impl->unsafe_storage().nbytes();

@@ -1,0 +1,120 @@
+"""`out=` tensors that are strided views, and `resize_` to a tensor's own size.
+
+PyTorch's rule (CPU and CUDA): an `out=` tensor that already has the result's shape keeps its
+strides, so the op writes exactly the view's elements; `resize_` to the current sizes is a no-op.
+Each case runs on the CPU and on `neuron` from the same inputs, and the whole base buffer must be
+equal afterwards (elements outside the view untouched, the view's elements written).
+"""
+import pytest
+import torch
+
+
+def _strided_buffers(device):
+    base = torch.full((6, 6), -7.0, device=device)
+    return base, base[::2, 1::3]  # 3x2 view, strides (12, 3)
+
+
+FACTORIES = {
+    "zeros": lambda v: torch.zeros(3, 2, out=v),
+    "ones": lambda v: torch.ones(3, 2, out=v),
+    "full": lambda v: torch.full((3, 2), 5.0, out=v),
+    "arange": lambda v: torch.arange(2.0, out=v[0]),
+    "eye": lambda v: torch.eye(3, 2, out=v),
+    "linspace": lambda v: torch.linspace(0, 1, 2, out=v[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_factory_out_view_writes_the_view_only(name):
+    results = []
+    for device in ("cpu", "neuron"):
+        base, view = _strided_buffers(device)
+        FACTORIES[name](view)
+        assert view.stride() == (12, 3)
+        results.append(base.cpu())
+    torch.testing.assert_close(results[1], results[0], rtol=0, atol=0)
+
+
+def test_random_factory_out_view_leaves_the_rest_untouched():
+    base, view = _strided_buffers("neuron")
+    torch.randn(3, 2, out=view)
+    assert view.stride() == (12, 3)
+    mask = torch.zeros(6, 6, dtype=torch.bool)
+    mask[::2, 1::3] = True
+    host = base.cpu()
+    assert (host[~mask] == -7.0).all()
+    assert (host[mask] != -7.0).all()
+
+
+def test_resize_to_own_size_keeps_strides_and_values():
+    for device in ("cpu", "neuron"):
+        x = torch.arange(16.0, device=device).reshape(4, 4).t()
+        before = x.cpu().clone()
+        x.resize_(4, 4)
+        assert x.stride() == (1, 4)
+        torch.testing.assert_close(x.cpu(), before, rtol=0, atol=0)
+        y = torch.arange(16.0, device=device).reshape(4, 4).t()
+        y.resize_as_(torch.empty(4, 4))
+        assert y.stride() == (1, 4)
+    # a new shape is still laid out contiguously, as on the CPU
+    z = torch.zeros(4, 4, device="neuron").t()
+    z.resize_(2, 8)
+    assert z.stride() == (8, 1)
+
+
+OPS = {
+    "softmax": lambda x, out: torch.softmax(x, 0, out=out),
+    "log_softmax": lambda x, out: torch.log_softmax(x, 0, out=out),
+    "histc": lambda x, out: torch.histc(x, bins=4, min=0, max=4, out=out),
+    "exp": lambda x, out: torch.exp(x, out=out),
+    "cumsum": lambda x, out: torch.cumsum(x, 0, out=out),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_computed_op_out_view(name):
+    x = torch.tensor([1.0, 2.0, 3.0, 3.5])
+    results = []
+    for device in ("cpu", "neuron"):
+        buf = torch.full((8,), -7.0, device=device)
+        OPS[name](x.to(device), buf[::2])
+        results.append(buf.cpu())
+    torch.testing.assert_close(results[1], results[0], rtol=1.3e-6, atol=1e-5)
+
+
+def test_lu_out_views():
+    a = torch.tensor([[4.0, 3.0, 1.0], [6.0, 3.0, 2.0], [1.0, 5.0, 9.0]])
+    results = []
+    for device in ("cpu", "neuron"):
+        p = torch.full((3, 6), -7.0, device=device)
+        lower = torch.full((3, 6), -7.0, device=device)
+        upper = torch.full((3, 6), -7.0, device=device)
+        torch.linalg.lu(a.to(device), out=(p[:, ::2], lower[:, ::2], upper[:, ::2]))
+        results.append(torch.stack([p.cpu(), lower.cpu(), upper.cpu()]))
+    torch.testing.assert_close(results[1], results[0], rtol=1.3e-6, atol=1e-5)
+
+
+def test_mode_out():
+    x = torch.tensor([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 5.0, 4.0]])
+    values = torch.empty(2, device="neuron")
+    indices = torch.empty(2, dtype=torch.long, device="neuron")
+    ret = torch.mode(x.to("neuron"), -1, out=(values, indices))
+    assert ret[0] is values and ret[1] is indices
+    expected = torch.mode(x, -1)
+    torch.testing.assert_close(values.cpu(), expected.values, rtol=0, atol=0)
+    torch.testing.assert_close(indices.cpu(), expected.indices, rtol=0, atol=0)
+    # out tensors of another shape are resized, as on the CPU
+    v2 = torch.empty(0, device="neuron")
+    i2 = torch.empty(0, dtype=torch.long, device="neuron")
+    torch.mode(x.to("neuron"), 0, keepdim=True, out=(v2, i2))
+    expected = torch.mode(x, 0, keepdim=True)
+    torch.testing.assert_close(v2.cpu(), expected.values, rtol=0, atol=0)
+    torch.testing.assert_close(i2.cpu(), expected.indices, rtol=0, atol=0)
+
+
+def test_mode_out_checks_its_outputs():
+    x = torch.ones(2, 3, device="neuron")
+    with pytest.raises(RuntimeError, match="expected scalar type 'Long'"):
+        torch.mode(x, -1, out=(torch.empty(2, device="neuron"), torch.empty(2, device="neuron")))
+    with pytest.raises(RuntimeError, match="expected device 'neuron:0' but got 'cpu' for values output"):
+        torch.mode(x, -1, out=(torch.empty(2), torch.empty(2, dtype=torch.long, device="neuron")))
