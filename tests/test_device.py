@@ -65,3 +65,18 @@ def test_device_properties():
     assert torch.neuron.is_bf16_supported()
     assert torch.bfloat16 in torch.neuron.get_amp_supported_dtype()
     assert torch.neuron.is_initialized()
+
+
+def test_accelerator_device_capability_lists_the_device_dtypes():
+    caps = torch.accelerator.get_device_capability("neuron:0")
+    dtypes = caps["supported_dtypes"]
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.int64, torch.bool):
+        assert dtype in dtypes
+        torch.empty(2, dtype=dtype, device="neuron")  # each listed dtype can be allocated
+    # quantized tensors are refused on the device, so their dtypes are not listed
+    assert torch.qint8 not in dtypes and torch.quint8 not in dtypes
+    with pytest.raises(NotImplementedError, match="quantized"):
+        torch.empty(2, dtype=torch.qint8, device="neuron")
+    assert torch.accelerator.get_device_capability() == caps
+    with pytest.raises(RuntimeError, match="neuron"):
+        torch.accelerator.get_device_capability(torch.neuron.device_count())

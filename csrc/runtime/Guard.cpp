@@ -7,6 +7,7 @@
 #include "runtime/Runtime.h"
 #include "runtime/Stream.h"
 
+#include <c10/core/DeviceCapability.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
@@ -61,6 +62,19 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     return device_count();
+  }
+  // torch.accelerator.get_device_capability(): every dtype a neuron tensor can hold (dense
+  // tensors of every non-quantized dtype; fp64 and complex compute as host fallbacks); the
+  // quantized dtypes are not, as quantized tensors are refused on the device.
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    check_device(d.index());
+    c10::DeviceCapability capability;
+    capability.capability_data.supported_scalar_types.has_QInt8 = 0;
+    capability.capability_data.supported_scalar_types.has_QUInt8 = 0;
+    capability.capability_data.supported_scalar_types.has_QInt32 = 0;
+    capability.capability_data.supported_scalar_types.has_QUInt4x2 = 0;
+    capability.capability_data.supported_scalar_types.has_QUInt2x4 = 0;
+    return capability;
   }
   void record(
       void** event,
