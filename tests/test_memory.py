@@ -191,3 +191,20 @@ def test_kept_blocks_do_not_move_the_out_of_memory_limit(py):
     """, env={"TORCH_NEURONX_HBM_PER_CORE": "1MiB"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "OOM", "True", "OOM", "True", "2"]
+
+
+def test_profiler_memory_view_sees_device_allocations():
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.ones(256, 256, device="neuron")
+    nbytes = x.numel() * x.element_size()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        y = x * 2
+        z = y + 1
+        del y
+    usage = {e.name: e.device_memory_usage for e in prof.events() if e.name in ("aten::mul", "aten::add")}
+    assert usage == {"aten::mul": nbytes, "aten::add": nbytes}
+    # the free of y is reported as a negative allocation on the device
+    frees = [e for e in prof.events() if e.name == "[memory]" and e.device_memory_usage == -nbytes]
+    assert len(frees) == 1
+    del z

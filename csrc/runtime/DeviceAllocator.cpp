@@ -110,12 +110,42 @@ void free_chunks(const std::vector<HostChunk>& chunks) {
   }
 }
 
+// One allocation or free for torch.profiler's memory view (profile_memory=True), as CUDA's
+// caching allocator reports it: the size (negative for a free) and the core's totals after
+// it. Filled under the state mutex, sent after it is released; nothing is sent unless a
+// profiler with memory profiling is active on this thread.
+struct ProfilerReport {
+  bool active = c10::memoryProfilingEnabled();
+  int64_t size = 0;
+  size_t allocated = 0;
+  size_t reserved = 0;
+  c10::DeviceIndex device = 0;
+
+  // Records a change of `delta` bytes on `st` (before `st` is updated).
+  void take(const DeviceStats& st, int64_t delta, c10::DeviceIndex dev) {
+    if (C10_LIKELY(!active)) {
+      return;
+    }
+    size = delta;
+    allocated = static_cast<size_t>(st.allocated_bytes[kAgg].current + delta);
+    reserved = static_cast<size_t>(st.reserved_bytes[kAgg].current);
+    device = dev;
+  }
+  void send(void* ptr) const {
+    if (C10_UNLIKELY(active && size != 0)) {
+      c10::reportMemoryUsageToProfiler(
+          ptr, size, allocated, reserved, c10::Device(kNeuron, device));
+    }
+  }
+};
+
 void free_accounted(void* ptr) {
   if (ptr == nullptr) {
     return;
   }
   HostChunk chunk;
   std::vector<HostChunk> flushed;
+  ProfilerReport report;
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -124,6 +154,7 @@ void free_accounted(void* ptr) {
         it != s.blocks.end() && !it->second.kept, "neuron: freeing unknown pointer");
     const Block& block = it->second;
     DeviceStats& st = s.stats[block.device];
+    report.take(st, -static_cast<int64_t>(block.nbytes), block.device);
     st.allocated_bytes[kAgg].decrease(block.nbytes);
     st.requested_bytes[kAgg].decrease(block.nbytes);
     st.active_bytes[kAgg].decrease(block.nbytes);
@@ -155,6 +186,7 @@ void free_accounted(void* ptr) {
   if (chunk.ptr != nullptr) {
     shared_free(chunk);
   }
+  report.send(ptr);
 }
 
 template <typename Fn>
@@ -371,6 +403,8 @@ c10::DataPtr allocate_accounted(
   }
   const size_t reserved = reserved_bytes(nbytes);
   State& s = state();
+  ProfilerReport report;
+  void* reused = nullptr;
   if (reserved <= kReuseMaxBlock) {
     // A kept block of this size (State::reuse), under the lock that accounts it.
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -384,9 +418,14 @@ c10::DataPtr allocate_accounted(
       block.kept = false;
       block.nbytes = nbytes;
       block.device = device;
+      report.take(s.stats[device], static_cast<int64_t>(nbytes), device);
       account_block_locked(s, block);
-      return {ptr, ptr, &free_accounted, ptr_device};
+      reused = ptr;
     }
+  }
+  if (reused != nullptr) {
+    report.send(reused);
+    return {reused, reused, &free_accounted, ptr_device};
   }
   // The capacity is checked before the host memory is taken (a request past it
   // must raise the core's OOM, not try to map that much), and again with the
@@ -409,8 +448,10 @@ c10::DataPtr allocate_accounted(
       shared_free(chunk);
       throw;
     }
+    report.take(s.stats[device], static_cast<int64_t>(nbytes), device);
     record_block_locked(s, chunk.ptr, Block{nbytes, reserved, device, chunk});
   }
+  report.send(chunk.ptr);
   return {chunk.ptr, chunk.ptr, &free_accounted, ptr_device};
 }
 
