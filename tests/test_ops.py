@@ -141,6 +141,14 @@ def test_complex_results_count_as_fallback():
     assert torch_neuronx.get_fallback_ops().get("aten::_fft_r2c") == 1
 
 
+def test_quantized_results_get_a_clear_error():
+    x = torch.rand(4, device="neuron")
+    with pytest.raises(NotImplementedError, match="quantized tensor"):
+        torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)
+    with pytest.raises(NotImplementedError, match="quantized"):
+        torch.quantize_per_tensor(x.cpu(), 0.1, 0, torch.qint8).to("neuron")
+
+
 def test_sparse_layouts_get_a_clear_error():
     with pytest.raises(NotImplementedError, match="only dense"):
         torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2)).to("neuron")

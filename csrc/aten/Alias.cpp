@@ -317,8 +317,8 @@ at::Tensor neuron_view(const at::Tensor& cpu_view, const c10::Storage& neuron_st
 
 bool relabel_fresh_result(const at::Tensor& cpu_result, c10::DeviceIndex device) {
   if (!cpu_result.defined() || !cpu_result.device().is_cpu() ||
-      cpu_result.layout() != c10::kStrided || cpu_result.is_nested() || !cpu_result.has_storage() ||
-      !relabelable(cpu_result)) {
+      cpu_result.layout() != c10::kStrided || cpu_result.is_nested() || cpu_result.is_quantized() ||
+      !cpu_result.has_storage() || !relabelable(cpu_result)) {
     return false;
   }
   c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
@@ -353,6 +353,12 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
       "fast path of nn.TransformerEncoder (eval mode, no grad, a src_key_padding_mask): build "
       "the encoder with enable_nested_tensor=False (same results), or keep nested tensors on "
       "the CPU and call .to_padded_tensor() before moving to neuron.");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !cpu_result.is_quantized(),
+      "neuron supports only dense (strided) tensors, but this op produced a quantized tensor (",
+      cpu_result.scalar_type(), "). NeuronCores have no quantized tensor type: quantize on the CPU "
+      "(torch.quantize_per_tensor(x.cpu(), ...)), or keep the values in a plain dtype on neuron "
+      "(int8 / fp8 with a separate scale tensor).");
   c10::StorageImpl* storage = cpu_result.storage().unsafeGetStorageImpl();
   const c10::Device target(kNeuron, device);
   c10::DataPtr& ptr = storage->_mutable_data_ptr_no_checks();
