@@ -297,6 +297,10 @@ def main(argv=None):
         checks = [r for r in rows if not r["fitted"]]
         ok = sum(abs(r["error_pct"]) <= 25 for r in checks)
         print(f"  out of sample, within +-25%: {ok} of {len(checks)}")
+    else:
+        print("\ncost model vs AWS's published latencies: add --published <checkout of aws-neuron/nki-samples at "
+              "0898a77> [--large] (AWS's kernels are run from the checkout, never copied here); "
+              "python tests/nki/matmul_kernels.py prints the matmul tutorial's steps")
     return result
 
 

@@ -549,3 +549,197 @@ def test_every_error_class_is_an_nkierror_named_after_its_code():
     assert len(E.ALL_ERRORS) >= 20
     for cls in E.ALL_ERRORS:
         assert issubclass(cls, E.NKIError) and cls.__name__ == cls.code and cls.__name__.startswith("err_")
+
+
+# --- the remaining enforced rules, one kernel each -------------------------------------------------
+import torch_neuronx.nki.current.isa as cisa  # noqa: E402
+import torch_neuronx.nki.current.language as cnl  # noqa: E402
+from torch_neuronx.nki import current as cnki  # noqa: E402
+
+
+def _a():
+    return np.ones((128, 512), F32)
+
+
+def test_activation_bias_of_integer_dtype():
+    @nki.jit
+    def k(a):
+        o = _out()
+        t = nl.load(a)
+        b = nl.zeros((128, 1), dtype=nl.int32)
+        nl.store(o, value=nisa.activation(op=nl.exp, data=t, bias=b))
+        return o
+    _raises(E.err_activation_bias_invalid_type, k, _a(), contains=("int32",))
+
+
+def test_activation_scale_vector_of_bfloat16():
+    @nki.jit
+    def k(a):
+        o = _out()
+        t = nl.load(a)
+        s = nl.zeros((128, 1), dtype=nl.bfloat16)
+        nl.store(o, value=nisa.activation(op=nl.exp, data=t, scale=s))
+        return o
+    _raises(E.err_activation_scale_invalid_type, k, _a(), contains=("bfloat16",))
+
+
+def test_item_assignment_into_an_index_expression():
+    @nki.jit
+    def k(a):
+        i = nl.arange(128)[:, None]
+        i[0] = 1
+        return a
+    _raises(E.err_cannot_assign_to_index, k, _a())
+
+
+def test_if_on_an_arange_expression():
+    @nki.jit
+    def k(a):
+        o = _out()
+        j = nl.arange(512)[None, :]
+        if j > 256:
+            nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_control_flow_condition_depending_on_arange, k, _a())
+
+
+def test_range_over_a_tile_value():
+    @nki.jit
+    def k(a):
+        o = _out()
+        n = nl.load(a[0:1, 0:1])
+        for _i in range(n):
+            nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_dynamic_control_flow_not_supported, k, _a())
+
+
+def test_core_barrier_over_two_cores_in_a_one_core_launch():
+    @cnki.jit
+    def k(a):
+        o = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.shared_hbm)
+        t = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=a)
+        cisa.dma_copy(dst=o, src=t)
+        cisa.core_barrier(o, cores=(0, 2))          # a logical NeuronCore has cores 0 and 1 only
+        return o
+    _raises(E.err_core_barrier_mismatch, k, _a(), contains=("cores=(0, 2)",))
+
+
+def test_load_transpose2d_of_a_3d_tensor():
+    @nki.jit
+    def k(a):
+        o = _out((4, 4))
+        nl.store(o, value=nl.load_transpose2d(a)[:, :, 0])
+        return o
+    _raises(E.err_exceed_max_supported_dimension, k, np.ones((4, 4, 2), F32), contains=("rank 2",))
+
+
+def test_block_tensor_used_as_an_operand_without_its_block_index():
+    @nki.jit
+    def k(a):
+        o = _out()
+        t = nl.ndarray((2, nl.par_dim(128), 4), dtype=nl.float32, buffer=nl.sbuf)
+        t[0] = nl.load(a[:, 0:4])
+        t[1] = nl.load(a[:, 0:4])
+        nl.store(o[:, 0:8], value=nl.exp(t))
+        return o
+    _raises(E.err_failed_to_infer_tile_from_local_tensor, k, _a())
+
+
+def test_hbm_tensor_created_with_zeros():
+    @nki.jit
+    def k(a):
+        o = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        return o
+    _raises(E.err_hbm_tensor_with_init_value_not_supported, k, _a())
+
+
+def test_dynamic_index_tile_with_a_free_size_of_two():
+    @nki.jit
+    def k(a, idx):
+        o = _out((128, 512))
+        i = nl.load(idx)                        # [128, 2] int32: one index per partition expected
+        nl.store(o, value=nl.load(a[i, nl.arange(512)[None, :]]))
+        return o
+    _raises(E.err_indirect_indices_free_dim, k, _a(), np.zeros((128, 2), np.int32))
+
+
+def test_program_id_of_an_axis_the_grid_does_not_have():
+    @nki.jit
+    def k(a):
+        o = _out()
+        _ = nl.program_id(1)
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_invalid_program_axis, k[2], _a(), contains=("program_id(1)",))
+
+
+def test_block_dimension_in_the_current_front_end():
+    @cnki.jit
+    def k(a):
+        _t = cnl.ndarray((2, nl.par_dim(128), 512), dtype=cnl.float32, buffer=cnl.sbuf)
+        return a
+    _raises(E.err_leading_dimension_of_tensor_must_be_partition, k, _a())
+
+
+def test_nested_kernel_called_with_a_grid():
+    @nki.jit
+    def inner(a):
+        o = _out()
+        nl.store(o, value=nl.load(a))
+        return o
+
+    @nki.jit
+    def k(a):
+        return inner[2](a)
+    _raises(E.err_nested_kernel_with_spmd_grid, k, _a())
+
+
+def test_copy_into_a_smaller_destination():
+    @nki.jit
+    def k(a):
+        o = _out((128, 4))
+        nl.store(o, value=nl.load(a))               # a [128, 8] tile into [128, 4]
+        return o
+    _raises(E.err_store_dst_shape_smaller_than_other_shape, k, np.ones((128, 8), F32))
+
+
+def test_mask_that_does_not_cover_the_access():
+    @nki.jit
+    def k(a):
+        o = _out()
+        i = nl.arange(3)[:, None]
+        nl.store(o, value=nl.load(a), mask=(i < 2))
+        return o
+    _raises(E.err_unsupported_expression_in_mask, k, _a())
+
+
+def test_neuroncore_v4_instruction_on_trn2():
+    @cnki.jit(platform_target="trn2")
+    def k(a):
+        o = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.shared_hbm)
+        t = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=a)
+        cisa.activate2(dst=t, op=cnl.exp, data=t, imm0=1.0, imm1=0.0, op0=cnl.multiply, op1=cnl.add)
+        cisa.dma_copy(dst=o, src=t)
+        return o
+    _raises(E.err_unsupported_on_target, k, _a(), contains=("NeuronCore-v4",))
+
+
+# Classes defined for completeness of AWS's error list whose rule the simulator does not check:
+# annotated assignments are Python annotations (never evaluated on locals), and a legacy
+# nt.mutable_tensor parameter written and not returned is written back to the caller's array.
+NOT_ENFORCED = {"err_annotation_shape_mismatch", "err_mutable_parameter_not_returned"}
+
+
+def test_every_enforced_error_class_has_a_source_and_a_failing_kernel_here():
+    import os
+    import re
+    here = os.path.dirname(__file__)
+    text = "".join(open(os.path.join(here, f)).read() for f in os.listdir(here) if f.endswith(".py"))
+    missing = [c.__name__ for c in E.ALL_ERRORS
+               if c.__name__ not in NOT_ENFORCED and not re.search(rf"E\.{c.__name__}\b", text)]
+    assert not missing, f"error classes with no test naming them: {missing}"
+    for c in E.ALL_ERRORS:
+        assert re.match(r"aws-neuron/[\w-]+@[0-9a-f]{7}:\S+", c.source), (c.__name__, c.source)

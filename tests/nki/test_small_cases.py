@@ -442,6 +442,48 @@ def test_psum_tiles_at_explicit_addresses_may_share_banks():
         k_outside(a)
 
 
+def test_placed_tensors_reusing_an_address_in_turn_give_each_its_values():
+    # a PSUM bank reused by tile after tile (write, read, then the next tile), as nki-library's kernels
+    # do, is a correct kernel: each tile is dead before the next one overwrites its bytes
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        for _i in range(3):
+            p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, 2048))
+            nisa.tensor_scalar(dst=p, data=t, op0=nl.add, operand0=1.0)
+            nisa.tensor_copy(dst=t, src=p)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    a = _rand(128, 512)
+    np.testing.assert_allclose(k(a), a + 3, rtol=1e-6)
+
+
+def test_placed_tensors_alive_at_the_same_address_are_a_lifetime_conflict():
+    # two tiles placed on overlapping bytes and both alive: on a NeuronCore the second write replaces
+    # the first tile's data (AWS's direct-allocation guide, "Lifetime Conflicts"); the simulator, which
+    # keeps a copy per tensor, would return a + 1 where the hardware returns a + 2
+    @nki.jit
+    def k(a, p_off=0, f_off=1024):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        y = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf, address=(p_off, f_off))
+        nisa.tensor_scalar(dst=x, data=t, op0=nl.add, operand0=1.0)
+        nisa.tensor_scalar(dst=y, data=t[0:64], op0=nl.add, operand0=2.0)
+        nisa.tensor_copy(dst=t, src=x)                  # x's bytes [1024, 2048) were overwritten by y
+        nisa.dma_copy(dst=o, src=t)
+        return o
+    a = _rand(128, 512)
+    with pytest.raises(E.err_lifetime_conflict, match="partition 0 byte 1024"):
+        k(a)
+    with pytest.raises(E.err_lifetime_conflict, match="partition 64 byte 1024"):
+        k(a, p_off=64)
+    np.testing.assert_allclose(k(a, f_off=2048), a + 1, rtol=1e-6)   # y right after x: no overlap
+
+
 def test_dma_modes_by_integer_value():
     @nki.jit
     def k(a):
@@ -537,8 +579,9 @@ def test_access_pattern_with_a_runtime_scalar_offset_on_a_reshaped_view():
 
 
 def test_truth_value_of_a_tensor_per_front_end():
-    # current front end: an optional tensor tested with `if t:` is true; legacy: the errors page's
-    # err_ambiguous_tensor_truth_value
+    # an optional kernel parameter tested with `if t:` is true in both front ends (nki-library; AWS's
+    # legacy-API tensor_scalar_cumulative test); a legacy on-chip tile keeps the errors page's
+    # err_ambiguous_tensor_truth_value (its value is only known when the kernel runs)
     @nki.jit
     def k(a, b=None):
         o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -553,10 +596,20 @@ def test_truth_value_of_a_tensor_per_front_end():
         o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
         lnl.store(o, value=lnl.load(b if b else a))
         return o
+
+    @legacy.jit
+    def k_legacy_tile(a):
+        o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(a)
+        lnl.store(o, value=lnl.exp(t) if t else t)
+        return o
     a, b = _rand(4, 4), _rand(4, 4)
     np.testing.assert_array_equal(k(a, b), b)
+    np.testing.assert_array_equal(k(a), a)
+    np.testing.assert_array_equal(k_legacy(a, b), b)
+    np.testing.assert_array_equal(k_legacy(a), a)
     with pytest.raises(E.err_ambiguous_tensor_truth_value):
-        k_legacy(a, b)
+        k_legacy_tile(a)
 
 
 def test_truth_value_of_an_on_chip_tile_in_the_current_front_end():

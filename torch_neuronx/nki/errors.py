@@ -37,6 +37,7 @@ SOURCES: dict[str, str] = {
     "arch-v2": _CURRENT + "guides/architecture/trainium_inferentia2_arch.rst",
     "dtypes": _CURRENT + "api/nki.api.shared.rst",
     "mamba": _CURRENT + "guides/tutorials/fused_mamba.rst",
+    "direct-allocation": _LEGACY + "nki_direct_allocation_guide.rst",
 }
 
 
@@ -219,6 +220,12 @@ err_core_barrier_mismatch = _make(
     "nisa.core_barrier / sendrecv need every core of the logical NeuronCore to reach the same "
     "synchronization (cores=(0, 1) with LNC=2, NeuronCore-v3 or newer)", "current-isa:2601",
     documented=False)
+err_lifetime_conflict = _make(
+    "err_lifetime_conflict",
+    "tensors placed at overlapping addresses (nl.ndarray(address=...)) must not be alive at the same "
+    "time: a tensor read after another tensor overwrote its bytes reads the other tensor's data on a "
+    "NeuronCore (\"Lifetime Conflicts\"; the compiler's own checks \"may not catch all the lifetime "
+    "violations\")", "direct-allocation:374", documented=False)
 
 ALL_ERRORS = tuple(v for v in list(globals().values())
                    if isinstance(v, type) and issubclass(v, NKIError) and v is not NKIError)

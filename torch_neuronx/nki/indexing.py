@@ -4,8 +4,8 @@
   supporting affine arithmetic (``i * 512 + i_f``) and comparisons, which give a :class:`Mask`.
 * :class:`Mask` is a predicate over an instruction's iteration space (``mask=``), combined with
   ``&``, ``|``, ``^``, ``~``. Python's ``and`` / ``or`` / ``not`` / ``if`` on a mask raise
-  ``err_ambiguous_tensor_truth_value`` (AWS's errors page; known-issues page: "Use & to combine
-  masks. We do not support using and for masks").
+  ``err_control_flow_condition_depending_on_arange`` (AWS's errors page: ``if j > 2048:``; known-issues
+  page: "Use & to combine masks. We do not support using and for masks").
 * :func:`ds` is ``nl.ds(start, size)``: a slice, or a :class:`DynamicSlice` when ``start`` is a
   runtime value (a tile or register), resolved when an instruction uses it.
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import (err_ambiguous_tensor_truth_value, err_cannot_assign_to_index,
+from .errors import (err_cannot_assign_to_index,
                      err_control_flow_condition_depending_on_arange, err_invalid_instruction_argument)
 
 __all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int"]
@@ -144,9 +144,11 @@ class Mask:
         return Mask(~self.values)
 
     def __bool__(self) -> bool:
-        raise err_ambiguous_tensor_truth_value(
-            f"mask of shape {list(self.shape)} used with Python and/or/not/if; combine masks with & | ~ "
-            "and pass them as mask=")
+        # AWS's errors page gives `if j > 2048:` (j an nl.arange expression) as its example of
+        # err_control_flow_condition_depending_on_arange; Python's and / or / not reach the same truth test
+        raise err_control_flow_condition_depending_on_arange(
+            f"mask of shape {list(self.shape)} used in if / and / or / not; combine masks with & | ~ and "
+            "pass them as mask=")
 
     def __repr__(self) -> str:
         return f"Mask(shape={list(self.shape)}, true={int(self.values.sum())})"

@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import err_buffer_capacity_exceeded, err_unsupported_memory
 
-__all__ = ["Buffer", "Placement", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer",
+__all__ = ["Buffer", "Placement", "PhysicalMap", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "as_buffer",
            "Allocator", "Allocation", "ON_CHIP", "is_hbm", "is_on_chip", "is_psum", "is_sbuf"]
 
 
@@ -229,3 +229,48 @@ class Allocation:
         if not self.freed:
             self.freed = True
             self.allocator.live[self.kind] -= self.nbytes
+
+
+class PhysicalMap:
+    """Which tensor last wrote each byte of an on-chip memory, for the tensors a kernel places itself
+    (``nl.ndarray(..., address=(partition, byte))``). The simulator keeps a separate copy of every
+    tensor, so two placed tensors sharing bytes do not share values here; on a NeuronCore they do. AWS's
+    direct-allocation guide ("Lifetime Conflicts"): tiles that must be alive simultaneously need unique
+    addresses, and the compiler's checks "may not catch all the lifetime violations", which then give
+    wrong numbers. This map finds the case where the values would differ: a placed tensor reads bytes
+    it wrote itself that another placed tensor has overwritten since.
+
+    Positions are given as arrays of partitions and byte offsets (one entry per byte); tensor ids are
+    positive integers.
+    """
+
+    def __init__(self, partitions: int):
+        self.partitions = partitions
+        self.owner: dict[str, Any] = {}     # memory kind -> int32 [partitions, bytes seen so far]
+
+    def _grid(self, kind: str, width: int) -> Any:
+        import numpy as np
+        g = self.owner.get(kind)
+        if g is None or g.shape[1] < width:
+            new = np.zeros((self.partitions, max(width, 2 * (0 if g is None else g.shape[1]))), dtype=np.int32)
+            if g is not None:
+                new[:, :g.shape[1]] = g
+            g = self.owner[kind] = new
+        return g
+
+    def write(self, kind: str, rows: Any, cols: Any, uid: int) -> None:
+        """Record that tensor ``uid`` wrote the bytes at (``rows``, ``cols``)."""
+        if len(cols):
+            self._grid(kind, int(cols.max()) + 1)[rows, cols] = uid
+
+    def foreign(self, kind: str, rows: Any, cols: Any, uid: int) -> Any:
+        """Per byte: the id of another tensor that wrote it last (0 where none did, or ``uid`` did)."""
+        import numpy as np
+        g = self.owner.get(kind)
+        if g is None or not len(cols):
+            return np.zeros(len(cols), dtype=np.int32)
+        inside = cols < g.shape[1]
+        out = np.zeros(len(cols), dtype=np.int32)
+        out[inside] = g[rows[inside], cols[inside]]
+        out[out == uid] = 0
+        return out

@@ -42,13 +42,14 @@ from . import context, dtypes
 from .cost_model import Timeline
 from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
                      err_invalid_program_axis, err_leading_dimension_of_tensor_must_be_partition,
+                     err_lifetime_conflict,
                      err_num_partition_exceed_arch_limit,
                      err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
                      err_store_dst_shape_smaller_than_other_shape, err_tensor_access_out_of_bound,
                      err_tensor_output_not_written_to, err_unexpected_output_dependencies,
                      err_unsupported_memory)
 from .indexing import as_mask_array
-from .memory import ON_CHIP, Allocator, Placement, as_buffer
+from .memory import ON_CHIP, Allocator, PhysicalMap, Placement, as_buffer
 from .ops import binary
 from .platforms import get_platform
 from .tile import Access, NkiTensor, ParDim, Storage, is_tile
@@ -57,6 +58,7 @@ from .typing import is_mutable_annotation, placeholder_spec
 __all__ = ["Core", "NeuronCoreSim", "Instr", "Launch", "run_kernel", "LoopFrame", "nc_axis"]
 
 _frame_ids = itertools.count()
+_placed_ids = itertools.count(1)
 
 
 class LoopFrame:
@@ -224,6 +226,11 @@ class Core:
         self.act_regs = np.zeros(p, dtype=np.float32)
         self.dve_regs = np.zeros(p, dtype=np.float32)
         self.rng = {"vector": np.random.default_rng(1234 + index), "gpsimd": np.random.default_rng(4321 + index)}
+        # tensors the kernel placed itself (nl.ndarray(address=...)): storage -> [id, partition offset,
+        # byte offset, itemsize, bool per element "written by this tensor"]; see PhysicalMap
+        self.placed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.placed_names: dict[int, str] = {}
+        self.phys = PhysicalMap(p)
 
 
 class NeuronCoreSim:
@@ -345,6 +352,12 @@ class NeuronCoreSim:
         st = Storage(shape, dtype, buf, data, self.keep, pdim, name, sim=self)
         if isinstance(buffer, Placement):
             st.placement = buffer
+            if "address" in buffer.fields and buf.kind in ON_CHIP and not pdim:
+                uid = next(_placed_ids)
+                addr = tuple(buffer.fields["address"])
+                self.core.placed[st] = [uid, int(addr[0]) if addr else 0, int(addr[1]) if len(addr) > 1 else 0,
+                                        isz, np.zeros(st.data.size, dtype=bool)]
+                self.core.placed_names[uid] = f"{desc} at address {addr}"
         if buf.kind == "psum" and rec.nbytes:
             st.alloc = rec
         t = NkiTensor.full_view(st)
@@ -465,7 +478,57 @@ class NeuronCoreSim:
         vals = dtypes.to_f32(vals, acc.dtype) if dtypes.is_float(acc.dtype) else vals
         return np.asarray(vals).astype(np.int64)
 
+    def _placed_bytes(self, sacc: Access, m: np.ndarray | None, info: list) -> tuple:
+        """Storage elements of access ``sacc`` (under mask ``m``) and the (partition, byte) of each of
+        their bytes in the memory, for a placed tensor ``info`` (see :attr:`Core.placed`)."""
+        fi = sacc.flat_indices()
+        if m is not None and np.shape(m) == fi.shape:
+            fi = fi[m]
+        fi = np.asarray(fi, dtype=np.int64).ravel()
+        _uid, p0, f0, isz, _w = info
+        ps = max(int(sacc.storage.pstride), 1)
+        part = p0 + fi // ps
+        byte = f0 + (fi % ps) * isz
+        rows = np.repeat(part, isz)
+        cols = (byte[:, None] + np.arange(isz, dtype=np.int64)[None, :]).ravel()
+        return fi, rows, cols
+
+    def _check_placed(self, ins: Instr) -> None:
+        """The lifetime rule of placed tensors (:class:`~.memory.PhysicalMap`): a read of bytes the
+        tensor wrote itself, overwritten since by another placed tensor, raises; then the instruction's
+        writes are recorded.
+
+        Raises:
+            err_lifetime_conflict: naming both tensors and the first clobbered partition / byte.
+        """
+        placed = self.core.placed
+        for sacc, m in ins.reads:
+            info = placed.get(sacc.storage)
+            if info is None:
+                continue
+            fi, rows, cols = self._placed_bytes(sacc, m, info)
+            other = self.core.phys.foreign(sacc.storage.buffer.kind, rows, cols, info[0])
+            bad = (other != 0) & np.repeat(info[4][fi], info[3])
+            if np.any(bad):
+                k = int(np.argmax(bad))
+                raise err_lifetime_conflict(
+                    f"'{ins.name}' reads {self.core.placed_names.get(info[0], sacc.storage.name)}, whose "
+                    f"partition {int(rows[k])} byte {int(cols[k])} (and {int(bad.sum()) - 1} more) was "
+                    f"overwritten by {self.core.placed_names.get(int(other[k]), 'another placed tensor')} "
+                    "since this tensor wrote it: on a NeuronCore the read returns that tensor's data (the "
+                    "simulator keeps one copy per tensor and would not); give tensors alive at the same "
+                    "time addresses that do not overlap")
+        for sacc, m in ins.writes:
+            info = placed.get(sacc.storage)
+            if info is None:
+                continue
+            fi, rows, cols = self._placed_bytes(sacc, m, info)
+            self.core.phys.write(sacc.storage.buffer.kind, rows, cols, info[0])
+            info[4][fi] = True
+
     def _commit(self, ins: Instr) -> None:
+        if self.core.placed:
+            self._check_placed(ins)
         for sacc, _m in ins.reads + ins.writes:
             rec = sacc.storage.alloc
             if rec is not None:

@@ -322,9 +322,14 @@ class _TileOps:
         # current front end: a tensor is a specialization-time Python object whose values are unknown
         # ("Tensor Values", nki/get-started/nki-language-guide.rst), true like any object: nki-library
         # tests optional HBM inputs and SBUF tiles with ``if params.expert_index:``. The legacy front
-        # end keeps its errors page's rule
+        # end keeps its errors page's rule for on-chip tiles (values computed by the kernel); an HBM
+        # tensor (a kernel parameter) is true there too: AWS's own legacy-API test of
+        # nisa.tensor_scalar_cumulative (aws-neuron/aws-neuron-sdk@81ce03a:
+        # nki/test/test_nki_isa_tensor_scalar_cumulative.py, `nl.load(imm1[...]) if imm1 else None`)
+        # tests an optional parameter that way, newer than the errors page's `if b:` example
         st = getattr(self, "storage", None)
-        if st is not None and getattr(st.sim, "frontend", "legacy") == "current":
+        if st is not None and (getattr(st.sim, "frontend", "legacy") == "current"
+                               or st.buffer.kind == "hbm"):
             return True
         raise err_ambiguous_tensor_truth_value(
             "a tile has no truth value: control flow cannot depend on tensor values; use &, |, ~ "
