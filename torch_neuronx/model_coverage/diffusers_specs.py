@@ -5,9 +5,10 @@ A class is here when the generic builder (:mod:`.diffusers_generic`) cannot reac
 class that no parameter name reveals, forward inputs no name rule can build (packed sequences with their
 index tensors, rotary tables, model-specific conditioning, noise drawn from a ``generator`` argument) —,
 when its generic spec keeps the released number of stages and so costs the table minutes for code paths two
-stages already run (KVAE), or when it is one of the seed's pipelines, whose sizes follow the examples. Every
-size is tiny (at most a few hundred thousand parameters, inputs of 16 × 16 latents or a few dozen tokens);
-the values satisfy the rules the class checks at construction and in its forward.
+stages already run (KVAE, UNet3DCondition, UNetMotion), or when it is one of the seed's pipelines, whose
+sizes follow the examples. Every size is tiny (at most a few hundred thousand parameters, inputs of 16 × 16
+latents or a few dozen tokens); the values satisfy the rules the class checks at construction and in its
+forward.
 """
 from __future__ import annotations
 
@@ -172,6 +173,19 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
         {"in_channels": 15, "out_channels": 3, "latent_channels": 4, "encoder_block_out_channels": (32,) * 4,
          "decoder_block_out_channels": (32,) * 4, "layers_per_block": (1, 1, 1, 1, 1)},
         {"sample": (1, 3, 7, 16, 16)}),
+    "UNet3DConditionModel": (  # each block type once; 2 frames so the temporal layers mix frames
+        {"in_channels": 4, "out_channels": 4, "block_out_channels": (16, 32),
+         "down_block_types": ("CrossAttnDownBlock3D", "DownBlock3D"),
+         "up_block_types": ("UpBlock3D", "CrossAttnUpBlock3D"),
+         "layers_per_block": 1, "norm_num_groups": 8, "cross_attention_dim": 32, "attention_head_dim": 8},
+        {"sample": (1, 4, 2, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (1, 8, 32)}),
+    "UNetMotionModel": (  # AnimateDiff: each block type once, motion modules over 2 frames
+        {"in_channels": 4, "out_channels": 4, "block_out_channels": (16, 32),
+         "down_block_types": ("CrossAttnDownBlockMotion", "DownBlockMotion"),
+         "up_block_types": ("UpBlockMotion", "CrossAttnUpBlockMotion"), "layers_per_block": 1, "norm_num_groups": 8,
+         "cross_attention_dim": 32, "num_attention_heads": 2, "motion_num_attention_heads": 2,
+         "motion_max_seq_length": 8},
+        {"sample": (1, 4, 2, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (2, 8, 32)}),
     "ConsistencyDecoderVAE": (  # a 2-step consistency decoder UNet that draws its noise from `generator`
         {"latent_channels": 4, "sample_size": 16, "encoder_block_out_channels": (16, 32),
          "encoder_down_block_types": ("DownEncoderBlock2D",) * 2, "encoder_layers_per_block": 1,
