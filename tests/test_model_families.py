@@ -316,3 +316,19 @@ def test_compiled_failure_equal_to_cpu_inductor_is_listed_apart(monkeypatch):
     assert listed.status == CPU_FAIL and "raises the same error" in listed.reason
     other = generative.against_cpu_inductor(crashed, ValueError("x"), lambda d: None, {}, 2, 1e-3)
     assert other.status == FAIL
+
+
+def test_generator_input_is_seeded_anew_for_each_forward():
+    """A model that draws noise inside its forward from a `generator` argument (the consistency decoder):
+    each forward gets a new CPU generator in the spec's seed state, so the CPU and `neuron` runs draw the
+    same noise; the decoder's eager forward and train step then equal the CPU's."""
+    import torch
+
+    inputs = diffusers_models.make_inputs({"generator": ("generator", 3)})
+    first, second = (diffusers_models._to(inputs, torch.device("neuron"))["generator"] for _ in range(2))
+    assert first is not second and first.device.type == "cpu"
+    assert torch.equal(torch.randn(4, generator=first), torch.randn(4, generator=second))
+    report = diffusers_models.check_entry("ConsistencyDecoderVAE", checks=("forward", "train"))
+    for check in ("forward", "train"):
+        assert report.outcomes[check].status == PASS, report.outcomes[check]
+        assert report.outcomes[check].max_diff <= 1e-3

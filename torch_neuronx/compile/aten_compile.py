@@ -38,11 +38,24 @@ from .serialization import deserialize, inductor_cache_dir, serialize
 #: computed into a buffer instead of inlined into its users. Unset, Inductor takes its CPU values
 #: only for ``device.type == "cpu"`` and its GPU values (30 ops, 8 reads) for any other device; set
 #: to the CPU values (``config.realize_cpu_opcount_threshold``, ``realize_cpu_acc_reads_threshold``
-#: of torch 2.13, checked by the tests), ``neuron`` fuses as Inductor does on the CPU.
+#: of torch 2.13, checked by the tests), ``neuron`` fuses as Inductor does on the CPU;
+#: ``max_pointwise_cat_inputs`` / ``max_complex_pointwise_cat_inputs`` 0: Inductor lowers ``cat`` on
+#: the CPU always as a ``ConcatKernel`` (each input written into its slice of one buffer), on any
+#: other device possibly as one pointwise kernel of masked loads (``pointwise_cat``) whose index
+#: wraps each input's offset in ``Identity``. When an inlined producer clamps that index (a
+#: replicate pad read by an average pool, as Diffusers' Helios does to its history latents),
+#: Inductor's loop simplification, which the C++ code generator runs on every kernel, cannot take
+#: the index apart ("The argument '2*(ModularIndexing((0), 4, 4))' is not comparable"): IR the CPU
+#: never produces. With no input count allowed, ``neuron`` takes the CPU's ``ConcatKernel`` (and the
+#: right pads Inductor rewrites as a cat follow it). Inductor's other CPU-only lowering choices and
+#: what ``neuron`` gets for each are listed in docs/ARCHITECTURE.md (pinned by
+#: ``tests/compile/test_lowering_choices.py``).
 INDUCTOR_PATCHES: Final[dict[str, Any]] = {"fx_graph_cache": False, "cuda_backend": "cpp",
                                            "layout_optimization": False,
                                            "realize_opcount_threshold": 50,
-                                           "realize_acc_reads_threshold": 12}
+                                           "realize_acc_reads_threshold": 12,
+                                           "max_pointwise_cat_inputs": 0,
+                                           "max_complex_pointwise_cat_inputs": 0}
 
 
 def graph_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

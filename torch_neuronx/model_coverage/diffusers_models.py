@@ -75,13 +75,34 @@ def make_inputs(spec: dict[str, InputSpec], seed: int = 0) -> dict[str, Any]:
                 return torch.tensor(arg)
             if kind == "list":
                 return [make(x) for x in arg]
+            if kind == "generator":
+                return SeededGenerator(int(arg))
             return arg
         return torch.randn(s, generator=g)
 
     return {name: make(s) for name, s in spec.items()}
 
 
+class SeededGenerator:
+    """A forward input standing for a CPU ``torch.Generator`` seeded with ``seed`` (spec input
+    ``("generator", seed)``): each forward gets a new generator in that state (:func:`forward`), so a
+    model that draws noise inside its forward from a ``generator`` argument (Diffusers' consistency
+    decoder) draws the same noise on the CPU and on the device. A CPU generator because Diffusers'
+    ``randn_tensor`` draws ``neuron`` noise on the CPU and moves it."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def new(self) -> Any:
+        """A ``torch.Generator("cpu")`` seeded with ``seed``."""
+        import torch
+
+        return torch.Generator("cpu").manual_seed(self.seed)
+
+
 def _to(x: Any, device: Any) -> Any:
+    if isinstance(x, SeededGenerator):
+        return x.new()
     if hasattr(x, "to") and hasattr(x, "dtype"):
         return x.to(device)
     if isinstance(x, dict):

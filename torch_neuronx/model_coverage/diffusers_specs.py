@@ -1,12 +1,14 @@
 """Hand-written tiny specs of Diffusers model classes for the ``diffusers`` family
 (:mod:`.diffusers_models`): ``__init__`` keyword arguments and forward inputs per class.
 
-A class is here when the generic builder (:mod:`.diffusers_generic`) cannot reach it — sizes tied
-inside the class that no parameter name reveals, forward inputs no name rule can build (packed
-sequences with their index tensors, rotary tables, model-specific conditioning) — or when it is one
-of the seed's pipelines, whose sizes follow the examples. Every size is tiny (at most a few hundred
-thousand parameters, inputs of 16 × 16 latents or a few dozen tokens); the values satisfy the rules
-the class checks at construction and in its forward.
+A class is here when the generic builder (:mod:`.diffusers_generic`) cannot reach it — sizes tied inside the
+class that no parameter name reveals, forward inputs no name rule can build (packed sequences with their
+index tensors, rotary tables, model-specific conditioning, noise drawn from a ``generator`` argument) —,
+when its generic spec keeps the released number of stages and so costs the table minutes for code paths two
+stages already run (KVAE, UNet3DCondition, UNetMotion), or when it is one of the seed's pipelines, whose
+sizes follow the examples. Every size is tiny (at most a few hundred thousand parameters, inputs of 16 × 16
+latents or a few dozen tokens); the values satisfy the rules the class checks at construction and in its
+forward.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from typing import Any
 #: An input: a shape (seeded ``randn``), ``("timestep", n)`` (``[n]`` float steps), ``("arange", shape)``
 #: (int64 coordinates), ``("ones_long", shape)``, ``("tensor", nested_list)`` (``torch.tensor`` of it:
 #: int64, float32 or bool by its items), ``("list", [InputSpec, ...])`` (a Python list of those inputs),
-#: ``("value", python_object)``.
+#: ``("value", python_object)``, ``("generator", seed)`` (a CPU ``torch.Generator`` in that seed's state,
+#: made anew for each forward: models that draw noise inside their forward).
 InputSpec = Any
 
 #: Class name -> (``__init__`` keyword arguments, forward inputs).
@@ -149,6 +152,10 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
         {"hidden_states": (1, 4, 4, 16, 16), "timestep": ("tensor", [[500.0] * 4]),
          "r_timestep": ("tensor", [[250.0] * 4]), "encoder_hidden_states": (1, 12, 16),
          "chunk_partition": ("value", [2, 2])}),
+    "AutoencoderKLKVAE": (  # 32 channels (fixed 32-group norms), two stages: one down- and one up-sampling
+        {"in_channels": 3, "channels": 32, "num_enc_blocks": 1, "num_dec_blocks": 1, "z_channels": 4,
+         "ch_mult": (1, 2), "sample_size": 16},
+        {"sample": (1, 3, 16, 16)}),
     "AutoencoderKLKVAEVideo": (  # 32 channels: its group norms have a fixed 32 groups
         {"ch": 32, "ch_mult": (1, 2), "num_res_blocks": 1, "in_channels": 3, "out_ch": 3, "z_channels": 4,
          "temporal_compress_times": 2},
@@ -166,6 +173,27 @@ SPECS: dict[str, tuple[dict[str, Any], dict[str, InputSpec]]] = {
         {"in_channels": 15, "out_channels": 3, "latent_channels": 4, "encoder_block_out_channels": (32,) * 4,
          "decoder_block_out_channels": (32,) * 4, "layers_per_block": (1, 1, 1, 1, 1)},
         {"sample": (1, 3, 7, 16, 16)}),
+    "UNet3DConditionModel": (  # each block type once; 2 frames so the temporal layers mix frames
+        {"in_channels": 4, "out_channels": 4, "block_out_channels": (16, 32),
+         "down_block_types": ("CrossAttnDownBlock3D", "DownBlock3D"),
+         "up_block_types": ("UpBlock3D", "CrossAttnUpBlock3D"),
+         "layers_per_block": 1, "norm_num_groups": 8, "cross_attention_dim": 32, "attention_head_dim": 8},
+        {"sample": (1, 4, 2, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (1, 8, 32)}),
+    "UNetMotionModel": (  # AnimateDiff: each block type once, motion modules over 2 frames
+        {"in_channels": 4, "out_channels": 4, "block_out_channels": (16, 32),
+         "down_block_types": ("CrossAttnDownBlockMotion", "DownBlockMotion"),
+         "up_block_types": ("UpBlockMotion", "CrossAttnUpBlockMotion"), "layers_per_block": 1, "norm_num_groups": 8,
+         "cross_attention_dim": 32, "num_attention_heads": 2, "motion_num_attention_heads": 2,
+         "motion_max_seq_length": 8},
+        {"sample": (1, 4, 2, 16, 16), "timestep": ("timestep", 1), "encoder_hidden_states": (2, 8, 32)}),
+    "ConsistencyDecoderVAE": (  # a 2-step consistency decoder UNet that draws its noise from `generator`
+        {"latent_channels": 4, "sample_size": 16, "encoder_block_out_channels": (16, 32),
+         "encoder_down_block_types": ("DownEncoderBlock2D",) * 2, "encoder_layers_per_block": 1,
+         "encoder_norm_num_groups": 8, "decoder_block_out_channels": (16, 32),
+         "decoder_down_block_types": ("ResnetDownsampleBlock2D",) * 2,
+         "decoder_up_block_types": ("ResnetUpsampleBlock2D",) * 2, "decoder_layers_per_block": 1,
+         "decoder_norm_num_groups": 8},
+        {"sample": (1, 3, 16, 16), "generator": ("generator", 0)}),
     "AutoencoderOobleck": (
         {"encoder_hidden_size": 12, "decoder_channels": 12, "decoder_input_channels": 6, "audio_channels": 2,
          "downsampling_ratios": [2, 4], "channel_multiples": [1, 2]},
