@@ -332,3 +332,75 @@ def test_generator_input_is_seeded_anew_for_each_forward():
     for check in ("forward", "train"):
         assert report.outcomes[check].status == PASS, report.outcomes[check]
         assert report.outcomes[check].max_diff <= 1e-3
+
+
+def test_nested_configs_keep_what_the_parent_config_set():
+    """An encoder-decoder's default BERT decoder is a causal decoder with cross-attention (set by the parent
+    config, not by BertConfig's defaults): the tiny model keeps both, so its output depends on the encoder's
+    input; DeepSeek-OCR-2's SAM neck ends at the tiny encoder's width; Granite-4-Vision's windows tile its
+    tiny tower."""
+    import torch
+
+    from torch_neuronx.model_coverage.composite import tiny_composite_model
+
+    model = tiny_composite_model("vision-encoder-decoder", "VisionEncoderDecoderModel")
+    assert model.config.decoder.is_decoder and model.config.decoder.add_cross_attention
+    size = model.config.encoder.image_size
+    ids = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        a, b = (model(pixel_values=torch.full((1, 3, size, size), v), decoder_input_ids=ids).logits
+                for v in (-1.0, 1.0))
+    assert (a - b).abs().max() > 1e-4  # the decoder reads the image
+    ocr = tiny_composite_model("deepseek_ocr2", "DeepseekOcr2ForConditionalGeneration").config.vision_config
+    assert ocr.sam_config.downsample_channels[-1] == ocr.encoder_config.hidden_size
+    granite = tiny_composite_model("granite4_vision", "Granite4VisionForConditionalGeneration").config
+    side = granite.vision_config.image_size // granite.vision_config.patch_size
+    assert side % int(granite.downsample_rate.split("/")[1]) == 0
+
+
+def test_speech_builder_reaches_dia_moonshine_streaming_and_speech_encoder_decoder():
+    """Dia (text to delayed audio codebooks) gets text ids and its processor's delayed BOS frame; Moonshine
+    Streaming the raw-waveform extractor of Moonshine; the speech encoder-decoder its encoder's extractor."""
+    from torch_neuronx.model_coverage.composite import tiny_composite_model
+    from torch_neuronx.model_coverage.inputs import speech_model_inputs
+
+    dia = tiny_composite_model("dia", "DiaForConditionalGeneration")
+    inputs = speech_model_inputs(dia, "dia")
+    delays = dia.config.delay_pattern
+    assert inputs["decoder_input_ids"].shape == (1, 1 + max(delays), len(delays))
+    assert int(inputs["decoder_input_ids"][0, 0, 0]) == dia.config.decoder_config.bos_token_id
+    moon = tiny_composite_model("moonshine_streaming", "MoonshineStreamingForConditionalGeneration")
+    assert speech_model_inputs(moon, "moonshine_streaming")["input_values"].shape == (1, 16000)
+    sed = tiny_composite_model("speech-encoder-decoder", "SpeechEncoderDecoderModel")
+    assert speech_model_inputs(sed, "speech-encoder-decoder")["input_values"].shape == (1, 16000)
+    report = speech.check_entry("dia", checks=("generate",))
+    assert report.outcomes["generate"].status == PASS, report.outcomes["generate"]
+
+
+def test_compiled_error_of_the_device_is_judged_against_cpu_inductor(monkeypatch):
+    """A compiled generate that raises on the device is run on CPU Inductor too: the same error there lists
+    it apart (a failure of PyTorch's compiler on every device), another error leaves it failing."""
+    import torch
+
+    from torch_neuronx.model_coverage import generative
+    from torch_neuronx.model_coverage.checks import FAIL
+
+    result = (torch.tensor([[1, 2]]), torch.zeros(1, 8))
+    inductor_error = ["kernel, /cpu/c3w.main.cpp:58, index out of bounds: 0 <= tmp24 < 2058L"]
+
+    def fake(model, inputs, new_tokens, **kwargs):
+        if kwargs.get("compile_config") is not None:  # CPU Inductor
+            raise RuntimeError(inductor_error[0])
+        if kwargs.get("cache_implementation") == "static" and not kwargs.get("disable_compile"):
+            raise RuntimeError("kernel, /dev/c3w.main.cpp:58, index out of bounds: 0 <= tmp24 < 2058L")
+        return result
+
+    monkeypatch.setattr(generative, "generate", fake)
+    build = lambda: torch.nn.Linear(2, 2)  # noqa: E731
+    report = generative.check_generative("tiny", build, lambda m: {}, device="cpu")
+    assert report.outcomes["generate"].status == PASS
+    assert report.outcomes["compiled"].status == CPU_FAIL, report.outcomes["compiled"]
+    inductor_error[0] = "another error"
+    report = generative.check_generative("tiny", build, lambda m: {}, device="cpu")
+    assert report.outcomes["compiled"].status == FAIL and "CPU Inductor could not run it" in report.outcomes[
+        "compiled"].reason

@@ -38,6 +38,8 @@ NESTED_SHRINK: dict[str, int] = {
     # convolutional audio tokenizers whose channels double per stage (VibeVoice: 32 → 2048 over 7 stages)
     "num_filters": 4,
     "num_global_layers": 1,  # Mllama's vision tower: 8 global layers after the local ones
+    # Dia's decoder cross-attends the encoder's states: its cross-attention sizes mirror the encoder's
+    "cross_hidden_size": 64, "cross_num_attention_heads": 4, "cross_num_key_value_heads": 4, "cross_head_dim": 16,
 }
 
 #: Config keys (suffixes) holding a probability of a random draw: zeroed, floats and lists.
@@ -65,6 +67,12 @@ EXTRA: dict[str, dict[str, Any]] = {
     # the thinker's modelling code reads vision_start_token_id, which its config class does not define
     "qwen2_5_omni_thinker": {"vision_start_token_id": 151652},
     "qwen3_omni_moe_thinker": {"vision_start_token_id": 151652},
+    # the projector's window sizes and the deepstack map (vision layer -> LLM layer) have no defaults; the 4 spatial
+    # offset groups target LLM layers 12-21 by default: the tiny model's 2 layers instead
+    "granite4_vision": {"downsample_rate": "1/2", "deepstack_layer_map": [[-1, 0]],
+                        "spatial_target_layers": [0, 1, 0, 1]},
+    # its decoder layers read num_key_value_heads, which the config class does not define (released configs do)
+    "moonshine_streaming": {"num_key_value_heads": 4},
     "perceiver": {"d_latents": 64, "num_latents": 16, "num_blocks": 1, "num_self_attends_per_block": 1, "d_model": 64,
                   "qk_channels": 64, "v_channels": 64, "image_size": 32, "num_cross_attention_heads": 1,
                   "num_self_attention_heads": 4},
@@ -100,8 +108,19 @@ def _shrink_kwargs(cfg: Any) -> dict[str, Any]:
     return out
 
 
-def _tiny_instance(cfg: Any, extra: dict[str, Any]) -> Any:
-    kwargs = _shrink_kwargs(cfg)
+def _parent_flags(cfg: Any) -> dict[str, bool]:
+    """The boolean settings of a nested ``cfg`` that differ from its own class's defaults: what the parent
+    config decided for it (an encoder-decoder's BERT decoder: ``is_decoder`` and ``add_cross_attention``
+    True), which rebuilding the sub-config from its class defaults would lose."""
+    try:
+        defaults = type(cfg)().to_dict()
+    except Exception:  # noqa: BLE001 - a class without usable defaults: nothing to compare with
+        return {}
+    return {k: v for k, v in cfg.to_dict().items() if isinstance(v, bool) and k in defaults and defaults[k] != v}
+
+
+def _tiny_instance(cfg: Any, extra: dict[str, Any], nested: bool = False) -> Any:
+    kwargs = {**(_parent_flags(cfg) if nested else {}), **_shrink_kwargs(cfg)}
     for name, sub_class in (getattr(cfg, "sub_configs", None) or {}).items():
         sub = getattr(cfg, name, None)
         if sub is None and name == "vision_config":  # a vision tower left out by default (Gemma 4)
@@ -110,7 +129,7 @@ def _tiny_instance(cfg: Any, extra: dict[str, Any]) -> Any:
             except Exception:  # noqa: BLE001 - an AutoConfig slot: nothing to build from
                 sub = None
         if sub is not None and hasattr(sub, "to_dict"):
-            kwargs[name] = _tiny_instance(sub, {})
+            kwargs[name] = _tiny_instance(sub, {}, nested=True)
     kwargs.update(extra)
     cls = type(cfg)
     merged = {k: v for k, v in {**cfg.to_dict(), **kwargs}.items() if k != "transformers_version"}
@@ -292,6 +311,44 @@ def fix_pixel_shuffle(config: Any) -> None:
         vc.image_size = -(-side // scale) * scale * patch
 
 
+def fix_window_downsample(config: Any) -> None:
+    """Granite-4-Vision's window Q-Former projector (``downsample_rate`` "q/k": windows of k × k patches
+    pooled to q × q queries) needs the tiny tower's patches per side to be a multiple of k: rounds
+    ``vision_config.image_size`` up to the next such size, in place."""
+    rate, vc = _tiny.get_field(config, "downsample_rate"), _tiny.get_field(config, "vision_config")
+    if not (isinstance(rate, str) and re.fullmatch(r"\d+/\d+", rate) and vc is not None):
+        return
+    window = int(rate.split("/")[1])
+    size, patch = _tiny.get_field(vc, "image_size"), _tiny.get_field(vc, "patch_size")
+    if isinstance(size, int) and isinstance(patch, int) and patch and window and (size // patch) % window:
+        vc.image_size = -(-(size // patch) // window) * window * patch
+
+
+def fix_mlp_layer_types(config: Any) -> None:
+    """A config whose ``mlp_layer_types`` ("dense" / "sparse" per decoder layer) stays ``None`` after
+    construction while its modelling code indexes it (DeepSeek-OCR-2's text model; released checkpoints
+    list it): a dense first layer, sparse (MoE) layers after it, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_mlp_layer_types(value)
+    layers = _tiny.get_field(config, "num_hidden_layers")
+    if "mlp_layer_types" in config.__dict__ and config.mlp_layer_types is None and isinstance(layers, int):
+        config.mlp_layer_types = ["dense"] + ["sparse"] * (layers - 1)
+
+
+def fix_sam_neck(config: Any) -> None:
+    """DeepSeek-OCR-2's SAM neck downsamples into the vision encoder: the last of its
+    ``downsample_channels`` (released ``[512, 896]``) is the encoder's ``hidden_size``; set to
+    ``[hidden // 2, hidden]`` of the tiny encoder, at every nesting level, in place."""
+    for value in list(config.__dict__.values()):
+        if hasattr(value, "to_dict") and hasattr(value, "__dict__"):
+            fix_sam_neck(value)
+    sam, encoder = _tiny.get_field(config, "sam_config"), _tiny.get_field(config, "encoder_config")
+    hidden = _tiny.get_field(encoder, "hidden_size") if encoder is not None else None
+    if sam is not None and isinstance(sam.__dict__.get("downsample_channels"), list) and isinstance(hidden, int):
+        sam.downsample_channels = [max(1, hidden // 2), hidden]
+
+
 def fix_patch_to_query(config: Any) -> None:
     """Aria's projector maps a patch count to a query count (``projector_patch_to_query_dict``, keyed by the
     released tower's counts): keyed by the patch counts of the tiny tower at its own size and at the two
@@ -412,6 +469,9 @@ def tiny_composite_model(model_type: str, class_name: str, seed: int = 0) -> Pre
     fill_placeholder_ids(config)
     fill_vq_vocabulary(config)
     fix_layer_indices(config)
+    fix_window_downsample(config)
+    fix_mlp_layer_types(config)
+    fix_sam_neck(config)
     fix_grid_pinpoints(config)
     fix_pixel_shuffle(config)
     fix_patch_to_query(config)

@@ -131,6 +131,9 @@ def check_generative(model_type: str, build: Callable[[], Any], make_inputs: Cal
         before = get_dynamo_metrics()["graphs"]
         try:
             got = generate(fresh(device), inputs, new_tokens, cache_implementation="static")
+        except Exception as err:
+            compiled_out.append(err)  # judged again against CPU Inductor below
+            raise
         finally:
             graphs = get_dynamo_metrics()["graphs"] - before
             torch._dynamo.reset()

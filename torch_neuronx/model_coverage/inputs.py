@@ -21,6 +21,9 @@ IMAGE_PROCESSOR_ALIAS: dict[str, str] = {
     "qwen3_omni_moe_thinker": "qwen2_vl", "mistral4": "pixtral", "fast_vlm": "llava",
     "instructblipvideo": "instructblip", "vision-encoder-decoder": "vit", "diffusion_gemma": "gemma3",
 }
+#: Model types whose feature extractor is registered under another model type (Moonshine Streaming's processor
+#: takes the raw waveform, like Moonshine's ``Wav2Vec2FeatureExtractor``).
+FEATURE_EXTRACTOR_ALIAS: dict[str, str] = {"moonshine_streaming": "moonshine"}
 #: Model types whose language model takes ``token_type_ids`` marking the image tokens.
 TOKEN_TYPE_IMAGE = frozenset({"paligemma", "shieldgemma2", "gemma3"})
 _MISMATCH = re.compile(r"tokens: (\d+), features:? (\d+)")
@@ -166,6 +169,8 @@ def image_text_inputs(model: Any, model_type: str, seed: int = 0, prompt_len: in
 
     config = model.config
     params = inspect.signature(model.forward).parameters
+    if "protein_input_ids" in params:  # Evolla: a protein sequence where other entries have an image
+        return protein_text_inputs(model, seed, prompt_len)
     try:
         pixels, missing = image_inputs(model_type, config, seed), None
     except ImportError as err:  # a torchvision-only processor: try pixel values alone
@@ -213,6 +218,23 @@ def _image_text_inputs(model: Any, model_type: str, pixels: dict[str, Any], seed
         return d
 
     return with_placeholders(model, model_type, token, pixels, seed, prompt_len, types)
+
+
+def protein_text_inputs(model: Any, seed: int = 0, prompt_len: int = 6, protein_len: int = 16) -> dict[str, Any]:
+    """Inputs of a protein-text-to-text model (Evolla, listed among the image-text-to-text models):
+    ``protein_input_ids`` ``[1, protein_len]`` seeded ids from ``[3, vocab − 4)`` of the protein encoder's
+    vocabulary (``protein_encoder_config.vocab_size``, 64 if absent) with an all-ones
+    ``protein_attention_mask``, and ``prompt_len`` text ids with their mask."""
+    import torch
+
+    protein = _tiny.get_field(model.config, "protein_encoder_config")
+    vocab = _tiny.get_field(protein, "vocab_size") if protein is not None else None
+    vocab = vocab if isinstance(vocab, int) and vocab > 8 else 64
+    g = torch.Generator().manual_seed(seed + 3)
+    protein_ids = torch.randint(3, vocab - 4, (1, protein_len), generator=g)
+    ids = token_ids(prompt_len, vocab_size(model.config), seed)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "protein_input_ids": protein_ids,
+            "protein_attention_mask": torch.ones_like(protein_ids)}
 
 
 #: Model types whose pixel input has an images (or frames) axis, ``[batch, n, channels, height, width]``,
@@ -300,6 +322,8 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
 
     config = model.config
     params = inspect.signature(model.forward).parameters
+    if isinstance(getattr(config, "delay_pattern", None), list):
+        return delayed_codebook_inputs(model, seed)
     features = speech_inputs(model_type, config, seed)
     if "sample" in params:
         features["sample"] = False
@@ -316,6 +340,31 @@ def speech_model_inputs(model: Any, model_type: str, seed: int = 0) -> dict[str,
     return with_placeholders(model, model_type, token, features, seed)
 
 
+def delayed_codebook_inputs(model: Any, seed: int = 0, length: int = 8) -> dict[str, Any]:
+    """Inputs of a text-to-speech model decoding delayed audio codebooks (Dia, listed among the
+    speech-seq2seq models): ``input_ids`` ``[1, length]`` text ids for the encoder, and what its processor
+    (``DiaProcessor``) builds for generation without an audio prompt: ``decoder_input_ids``
+    ``[1, 1 + max delay, channels]`` — one all-BOS frame under the config's ``delay_pattern``, the rest
+    padding — and an all-ones ``decoder_attention_mask`` ``[1, 1 + max delay]``."""
+    import torch
+    from transformers import DiaProcessor
+
+    config = model.config
+    decoder = _tiny.get_field(config, "decoder_config") or config
+    delays: list[int] = list(config.delay_pattern)
+    bos, pad = decoder.bos_token_id, decoder.pad_token_id
+    steps, channels = 1 + max(delays), len(delays)
+    index = DiaProcessor.build_indices(bsz=1, seq_len=steps, num_channels=channels, delay_pattern=delays,
+                                       revert=False)
+    prefill = torch.full((1, steps, channels), pad, dtype=torch.long)
+    prefill[:, :1] = bos
+    decoder_ids = DiaProcessor.apply_audio_delay(audio=prefill, pad_token_id=pad, bos_token_id=bos,
+                                                 precomputed_idx=index)
+    ids = token_ids(length, vocab_size(_tiny.get_field(config, "encoder_config") or config), seed)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "decoder_input_ids": decoder_ids,
+            "decoder_attention_mask": torch.ones(1, steps, dtype=torch.long)}
+
+
 def speech_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]:
     """The tensors the model type's feature extractor (class defaults; ``feature_size`` set to the
     config's mel bins when they differ) returns for one :func:`synthetic_waveform`.
@@ -327,7 +376,11 @@ def speech_inputs(model_type: str, config: Any, seed: int = 0) -> dict[str, Any]
     import transformers
     from transformers.models.auto import feature_extraction_auto as fea
 
-    name = fea.FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type)
+    name = fea.FEATURE_EXTRACTOR_MAPPING_NAMES.get(model_type) or fea.FEATURE_EXTRACTOR_MAPPING_NAMES.get(
+        FEATURE_EXTRACTOR_ALIAS.get(model_type, ""))
+    encoder = _tiny.get_field(config, "encoder")
+    if name is None and encoder is not None:  # a composite (speech-encoder-decoder): its encoder's extractor
+        name = fea.FEATURE_EXTRACTOR_MAPPING_NAMES.get(getattr(encoder, "model_type", ""))
     if name is None:
         raise LookupError(f"transformers registers no feature extractor for {model_type!r}")
     cls = getattr(transformers, name)
