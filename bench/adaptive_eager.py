@@ -1,6 +1,6 @@
 """Adaptive eager execution against native CPU eager, in one run.
 
-    python bench/adaptive_eager.py [--repeats 9] [--check]
+    python bench/adaptive_eager.py [--repeats 9] [--check] [--cpu-time] [--train-steps 4]
 
 The Llama of ``bench/eager.py`` (hidden 256, 4 layers, vocab 2048), 24-token greedy decode from a
 1 x 32 prompt, ``neuron`` with adaptive eager execution on (``torch_neuronx.adaptive.set_enabled``)
@@ -8,7 +8,15 @@ against the same model on CPU: the median time ratio over ``--repeats`` interlea
 warm-up runs that record the traces and compile their kernels. It also prints the first decode's
 extra time (recording plus compiling, against a later decode), the compile time reported by the
 metrics, the generated tokens' agreement with CPU, and the counters of the timed runs.
-``--check`` exits with status 1 when the decode ratio is above the goal (0.90) or the tokens differ.
+
+Then the same model's forward logits (4 x 128 tokens) and ``--train-steps`` fp32 training steps
+(forward, backward, AdamW) with adaptive eager on against op by op from the same weights: the largest
+difference of the logits and of the losses (the goal: within 1e-6), and the first steps' extra time
+(recording, compiling) over the last step, with the compile time the metrics report for them.
+
+``--cpu-time`` times the process's CPU time with one intra-op thread (both sides) instead of wall
+time: on a shared machine wall time measures the scheduler. ``--check`` exits with status 1 when the
+decode ratio is above the goal (0.90), the tokens differ, or logits or losses differ by more than 1e-6.
 """
 from __future__ import annotations
 
@@ -17,19 +25,51 @@ import sys
 import time
 
 import torch
-from eager import LLAMA, NEW_TOKENS, PROMPT_LEN, build_pair, compare, sync
+import eager
+from eager import BATCH, LLAMA, NEW_TOKENS, PROMPT_LEN, SEQ, build_pair, compare, sync
 
 import torch_neuronx
 from torch_neuronx import adaptive
 
 GOAL = 0.90
+TOL = 1e-6
+
+
+def train_and_logits(model: torch.nn.Module, ids: torch.Tensor, steps: int) -> tuple[torch.Tensor, list, list]:
+    """Forward logits (eval, no grad) and ``steps`` training steps from ``model``'s current weights.
+
+    Returns ``(logits on CPU, losses, seconds per step on eager's clock)``; the weights change.
+    """
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits.cpu()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses, times = [], []
+    for _ in range(steps):
+        sync(ids.device)
+        t0 = eager.CLOCK()
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        times.append(eager.CLOCK() - t0)
+    return logits, losses, times
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time the process's CPU time with one intra-op thread (robust to machine load)")
+    parser.add_argument("--train-steps", type=int, default=4)
     args = parser.parse_args(argv)
+    if args.cpu_time:
+        eager.CLOCK = time.process_time
+        torch.set_num_threads(1)
+    clock = eager.CLOCK
 
     device = torch.device("neuron")
     cpu_model, dev_model = build_pair(device)
@@ -48,25 +88,39 @@ def main(argv: list[str] | None = None) -> int:
 
     with torch.no_grad():
         adaptive.set_enabled(False)
-        t0 = time.perf_counter()
+        t0 = clock()
         reference = run(dev_model, dprompt)().cpu()
-        op_by_op = time.perf_counter() - t0
+        op_by_op = clock() - t0
         expected = run(cpu_model, prompt)()
 
         adaptive.set_enabled(True)
         adaptive.reset_adaptive_eager_metrics()
         first = []
         for _ in range(3):  # record, then compile (a trace compiles when it is seen again), then hit
-            t0 = time.perf_counter()
+            t0 = clock()
             tokens = run(dev_model, dprompt)()
             sync(device)
-            first.append(time.perf_counter() - t0)
+            first.append(clock() - t0)
         warm = torch_neuronx.get_adaptive_eager_metrics()
         same = bool(torch.equal(tokens.cpu(), expected)) and bool(torch.equal(reference, expected))
         adaptive.reset_adaptive_eager_metrics()
         t_cpu, t_dev = compare(run(cpu_model, prompt), run(dev_model, dprompt), device,
                                args.repeats, warmup=1)
         timed = torch_neuronx.get_adaptive_eager_metrics()
+
+    # Forward logits and training losses, adaptive against op by op from the same weights.
+    ids = torch.randint(3, LLAMA["vocab_size"], (BATCH, SEQ), generator=gen).to(device)
+    state = {k: v.clone() for k, v in dev_model.state_dict().items()}
+    adaptive.set_enabled(False)
+    ref_logits, ref_losses, ref_times = train_and_logits(dev_model, ids, args.train_steps)
+    dev_model.load_state_dict(state)
+    adaptive.set_enabled(True)
+    adaptive.reset_adaptive_eager_metrics()
+    logits, losses, times = train_and_logits(dev_model, ids, args.train_steps)
+    trained = torch_neuronx.get_adaptive_eager_metrics()
+    adaptive.set_enabled(False)
+    logits_diff = (logits - ref_logits).abs().max().item()
+    loss_diff = max(abs(a - b) for a, b in zip(losses, ref_losses, strict=True))
 
     ratio = t_dev / t_cpu
     steady = t_dev
@@ -84,7 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{k}={per_run[k]:.0f}" for k in ("queued_ops", "recorded_ops", "merged_ops", "replayed_ops",
                                            "kernel_hits", "kernel_misses", "cut_ops", "flushes")))
     print(f"  median of {args.repeats} runs; last compile error: {adaptive.last_compile_error()[:200]!r}")
-    if args.check and (ratio > GOAL or not same):
+    print(f"forward {BATCH} x {SEQ} and {args.train_steps} training steps (AdamW), adaptive vs op by op")
+    print(f"  logits max abs diff  {logits_diff:.2e} (goal <= {TOL:g})")
+    print(f"  losses max abs diff  {loss_diff:.2e} (goal <= {TOL:g}); losses {', '.join(f'{x:.6f}' for x in losses)}")
+    print(f"  step times adaptive  {', '.join(f'{t * 1e3:.0f}' for t in times)} ms; op by op "
+          f"{', '.join(f'{t * 1e3:.0f}' for t in ref_times)} ms")
+    print(f"  first steps' extra   {sum(times) - len(times) * times[-1]:.2f} s over the last step, "
+          f"compile time {trained['compile_time_s']:.2f} s in {trained['compiles']} kernels "
+          f"({trained['compile_failures']} refused, {trained['kernel_failures']} failed)")
+    if args.check and (ratio > GOAL or not same or not logits_diff <= TOL or not loss_diff <= TOL):
         return 1
     return 0
 

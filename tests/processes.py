@@ -14,6 +14,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: ``TORCH_NEURONX_*`` variables a child keeps: the execution mode the suite runs in
+#: (``TORCH_NEURONX_ADAPTIVE_EAGER=1 pytest`` runs the children with it too).
+INHERITED = ("TORCH_NEURONX_ADAPTIVE_EAGER",)
+
 #: Variables describing one launched process; a child launcher sets its own.
 _PER_PROCESS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -26,10 +30,12 @@ def free_port() -> int:
 
 
 def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a child job: ours minus ``NEURON_*`` / ``TORCH_NEURONX_*`` and launcher
-    variables, plus offline / CI settings, ``TORCH_NEURONX_HBM_PER_CORE=2GiB`` and the repository
-    on ``PYTHONPATH``; ``extra`` is applied last."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    """The environment of a child job: ours minus ``NEURON_*`` / ``TORCH_NEURONX_*`` (but
+    :data:`INHERITED`) and launcher variables, plus offline / CI settings,
+    ``TORCH_NEURONX_HBM_PER_CORE=2GiB`` and the repository on ``PYTHONPATH``; ``extra`` is applied
+    last."""
+    env = {k: v for k, v in os.environ.items()
+           if k in INHERITED or not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     for k in _PER_PROCESS:
         env.pop(k, None)
     env.update(

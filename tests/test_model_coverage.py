@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.processes import INHERITED
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from torch_neuronx.model_coverage import report as rpt
@@ -89,7 +91,8 @@ def test_compat_command_writes_the_table(tmp_path):
     whose static cache compiles with a captured constant, an MoE, a GPT-2 style model with tied
     weights, and one that fails on the CPU itself."""
     names = ["llama", "gemma3_text", "qwen3_moe", "gpt2", "xlstm"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    env = {k: v for k, v in os.environ.items()
+           if k in INHERITED or not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
     proc = subprocess.run(
         [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--family", "causal-lm", "--only", ",".join(names),

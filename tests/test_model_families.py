@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.processes import INHERITED
+
 from torch_neuronx.model_coverage import diffusers_models, encoder, image_text, seq2seq, speech
 from torch_neuronx.model_coverage.checks import CPU_FAIL, PASS, SKIP, Outcome, Report
 from torch_neuronx.model_coverage.families import FAMILIES, get_family
@@ -247,7 +249,8 @@ def test_diffusers_compiled_failure_equal_to_cpu_inductor_is_listed_apart():
 
 
 def test_compat_command_runs_two_families(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    env = {k: v for k, v in os.environ.items()
+           if k in INHERITED or not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
     proc = subprocess.run(
         [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--family", "encoder,seq2seq", "--only",

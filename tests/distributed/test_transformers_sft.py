@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from ..processes import INHERITED
 from .launch import report, torchrun
 
 TEXTS = [f"The number {i} is {'even' if i % 2 == 0 else 'odd'} and its square is {i * i}." for i in range(64)]
@@ -78,7 +79,8 @@ def test_distributed_config_sft_and_standard_checkpoint(checkpoint, tmp_path):
             logits = model(input_ids=ref["prompt"]).logits
         print("MAXDIFF", (logits - ref["logits"]).abs().max().item(), ref["logits"].abs().max().item())
     """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
+    env = {k: v for k, v in os.environ.items()
+           if k in INHERITED or not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
     env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", HF_HUB_OFFLINE="1")
     cpu = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert cpu.returncode == 0, cpu.stderr[-3000:]
