@@ -7,7 +7,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
-#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <typeinfo>
 #include <vector>
@@ -196,15 +196,21 @@ constexpr size_t kReadWays = 4;
 struct ReadSlot {
   const void* data = nullptr;
   size_t nbytes = 0;
+  uint32_t used = 0; // the cache's clock at the last hit or fill (0: never)
   at::Tensor alias; // undefined while the slot is empty
 };
 
 struct ReadAliasCache {
   ReadSlot sets[kReadSets][kReadWays];
+  uint32_t clock = 0;
 };
 
-ReadSlot* read_set(const void* data, const at::Tensor& t) {
+ReadAliasCache& read_cache() {
   thread_local ReadAliasCache cache;
+  return cache;
+}
+
+ReadSlot* read_set(ReadAliasCache& cache, const void* data, const at::Tensor& t) {
   uintptr_t h = reinterpret_cast<uintptr_t>(data);
   h = (h >> 6) ^ (h >> 13) ^ static_cast<uintptr_t>(t.storage_offset());
   for (const int64_t s : t.sizes()) {
@@ -223,12 +229,15 @@ bool same_layout(const c10::TensorImpl& alias, const at::Tensor& t) {
       alias.is_conj() == t.is_conj() && alias.is_neg() == t.is_neg();
 }
 
-// Moves way `w` of `set` to the front (most recently used), the ways before it
-// one back.
-void to_front(ReadSlot* set, size_t w) {
-  if (w > 0) {
-    std::rotate(set, set + w, set + w + 1);
+// The least recently used way of `set` (an empty one first).
+ReadSlot& victim(ReadSlot* set) {
+  size_t oldest = 0;
+  for (size_t w = 1; w < kReadWays; ++w) {
+    if (set[w].used < set[oldest].used) {
+      oldest = w;
+    }
   }
+  return set[oldest];
 }
 
 } // namespace
@@ -238,23 +247,24 @@ at::Tensor cached_read_alias(const at::Tensor& t) {
   const c10::StorageImpl* neuron = t.storage().unsafeGetStorageImpl();
   const void* data = neuron->data();
   const size_t nbytes = neuron->nbytes();
-  ReadSlot* set = read_set(data, t);
+  ReadAliasCache& cache = read_cache();
+  ReadSlot* set = read_set(cache, data, t);
   const bool inference = c10::InferenceMode::is_enabled();
   for (size_t w = 0; w < kReadWays; ++w) {
-    const ReadSlot& slot = set[w];
+    ReadSlot& slot = set[w];
     if (slot.data == data && slot.nbytes == nbytes && slot.alias.defined()) {
       c10::TensorImpl* impl = slot.alias.unsafeGetTensorImpl();
       if (impl->is_inference() == inference && same_layout(*impl, t)) {
-        to_front(set, w);
-        return set[0].alias;
+        slot.used = ++cache.clock;
+        return slot.alias;
       }
     }
   }
-  // A miss: the least recently used way becomes the front one and is refilled,
-  // in place when nobody else holds its alias or the alias's storage (a view
-  // the kernel made of it, kept by someone), else with a new alias.
-  to_front(set, kReadWays - 1);
-  ReadSlot& slot = set[0];
+  // A miss: the least recently used way is refilled, in place when nobody else
+  // holds its alias or the alias's storage (a view the kernel made of it, kept
+  // by someone), else with a new alias.
+  ReadSlot& slot = victim(set);
+  slot.used = ++cache.clock;
   c10::TensorImpl* impl = slot.alias.defined() ? slot.alias.unsafeGetTensorImpl() : nullptr;
   if (impl != nullptr && slot.alias.use_count() == 1 && slot.alias.weak_use_count() == 1 &&
       impl->is_inference() == inference && impl->unsafe_storage().use_count() == 1) {
