@@ -194,3 +194,119 @@ def test_sdpa_read_aliases_and_philox_accounting():
     torch.testing.assert_close(out[0].cpu(), want, rtol=1.3e-6, atol=1e-5)
     del out, seed, offset
     assert torch.neuron.memory_allocated() == before
+
+
+def test_read_alias_cache_many_layouts_of_one_block_and_more_keys_than_it_holds():
+    # One block seen with several layouts (each takes its own way of the cache), then more distinct
+    # (address, layout) keys than the cache's 512 aliases, twice: every result equals the CPU's.
+    base = r(256)
+    dbase = base.to("neuron")
+    layouts = [lambda t: t, lambda t: t.view(4, 64), lambda t: t.view(1, 4, 1, 64),
+               lambda t: t.view(4, 64).t(), lambda t: t.view(2, 2, 64).transpose(0, 2),
+               lambda t: t[3:131], lambda t: t.view(16, 16)[::2]]
+    for _ in range(3):
+        for f in layouts:
+            torch.testing.assert_close((f(dbase) * 3.0).cpu(), f(base) * 3.0, rtol=0, atol=0)
+            torch.testing.assert_close(torch.add(f(dbase), f(dbase)).cpu(), f(base) + f(base),
+                                       rtol=0, atol=0)
+    many = [r(i % 7 + 1, i % 5 + 2) for i in range(700)]
+    dmany = [t.to("neuron") for t in many]
+    for _ in range(2):
+        for a, da in zip(many, dmany, strict=True):
+            torch.testing.assert_close(torch.neg(da).cpu(), -a, rtol=0, atol=0)
+
+
+def test_boxed_ops_read_operands_values_views_and_accounting():
+    # Boxed-fallback ops (no unboxed kernel): read-only operands take cached aliases.
+    x, y = r(4, 6), r(4, 6)
+    cond = x > 0
+    dx, dy, dcond = x.to("neuron"), y.to("neuron"), cond.to("neuron")
+    before = torch.neuron.memory_allocated()
+    for _ in range(3):
+        torch.testing.assert_close(torch.where(dcond, dx, dy).cpu(), torch.where(cond, x, y),
+                                   rtol=0, atol=0)
+        torch.testing.assert_close(torch.where(dcond, 0.5, dy).cpu(), torch.where(cond, 0.5, y),
+                                   rtol=0, atol=0)
+        torch.testing.assert_close(torch.maximum(dx.t(), dy.t()).cpu(), torch.maximum(x.t(), y.t()),
+                                   rtol=0, atol=0)
+        ids, pool = torch.tensor([3, 9, 1, 4]), torch.tensor([1, 2, 3])
+        torch.testing.assert_close(torch.isin(ids.to("neuron"), pool.to("neuron")).cpu(),
+                                   torch.isin(ids, pool), rtol=0, atol=0)
+        torch.testing.assert_close(torch.index_select(dx, 1, torch.tensor([5, 0]).to("neuron")).cpu(),
+                                   torch.index_select(x, 1, torch.tensor([5, 0])), rtol=0, atol=0)
+        # A boxed view op of a read operand: a neuron view of the same memory.
+        v = torch.ops.aten.alias(dx)
+        assert v.device.type == "neuron" and v.untyped_storage().data_ptr() == dx.untyped_storage().data_ptr()
+        del v
+    assert torch.neuron.memory_allocated() == before
+
+
+def test_boxed_written_operand_sharing_memory_with_a_read_one_keeps_overlap_errors():
+    # out= and in-place ops whose read operand overlaps the written one: same error as on the CPU.
+    x = torch.arange(10.0)
+    dx = x.to("neuron")
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.add(x[:-1], 1.0, out=x[1:])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.add(dx[:-1], 1.0, out=dx[1:])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dx[1:].mul_(dx[:-1])
+    # Exact overlap is allowed, as on the CPU.
+    x.add_(x)
+    dx.add_(dx)
+    torch.testing.assert_close(dx.cpu(), x, rtol=0, atol=0)
+    out, dout = torch.empty(10), torch.empty(10, device="neuron")
+    torch.add(x, x, out=out)
+    torch.add(dx, dx, out=dout)
+    torch.testing.assert_close(dout.cpu(), out, rtol=0, atol=0)
+
+
+def test_copies_through_cached_aliases():
+    a, b = r(5, 8), r(8, 5)
+    da, db = a.to("neuron"), b.to("neuron")
+    torch_neuronx.clear_op_tracking()
+    for _ in range(3):
+        da.copy_(db.t())  # device to device, a transposed source
+        torch.testing.assert_close(da.cpu(), b.t(), rtol=0, atol=0)
+        db[:, 1].copy_(torch.arange(8.0))  # host to a strided device view
+        b[:, 1].copy_(torch.arange(8.0))
+        torch.testing.assert_close(db.cpu(), b, rtol=0, atol=0)
+        host = torch.empty(8, 5)
+        host.copy_(db)  # device to host
+        torch.testing.assert_close(host, b, rtol=0, atol=0)
+        c = torch.arange(12.0)
+        dc = c.to("neuron")
+        dc[0:4].copy_(dc[6:10])  # disjoint views of one storage
+        c[0:4].copy_(c[6:10])
+        torch.testing.assert_close(dc.cpu(), c, rtol=0, atol=0)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            dc[2:8].copy_(dc[4:10])  # overlapping views: the CPU's error
+    assert torch_neuronx.get_executed_ops()["aten::_copy_from"] >= 12
+
+
+def test_fill_in_place_values_views_dtypes_and_count():
+    torch_neuronx.clear_op_tracking()
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        x = torch.zeros(4, 6, dtype=dtype)
+        dx = x.to("neuron")
+        same = dx.fill_(1)
+        assert same is dx
+        dx[:, 2].fill_(0)  # a strided view: only its elements change
+        dx[1:3, ::2].fill_(1)
+        x.fill_(1)
+        x[:, 2].fill_(0)
+        x[1:3, ::2].fill_(1)
+        torch.testing.assert_close(dx.cpu(), x, rtol=0, atol=0)
+    s = torch.tensor(2.0).to("neuron")
+    s.fill_(-3.5)
+    assert s.item() == -3.5
+    assert torch_neuronx.get_executed_ops()["aten::fill_.Scalar"] == 4 * 3 + 1
+    assert "aten::fill_.Scalar" not in torch_neuronx.get_fallback_ops()
+    d = torch.zeros(3, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dd = d.to("neuron")
+        torch_neuronx.clear_op_tracking()
+        dd.fill_(7)  # fp64: the boxed fallback, counted as a host fallback
+    assert torch_neuronx.get_fallback_ops()["aten::fill_.Scalar"] == 1
+    torch.testing.assert_close(dd.cpu(), torch.full((3,), 7.0, dtype=torch.float64), rtol=0, atol=0)

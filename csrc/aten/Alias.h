@@ -30,17 +30,19 @@ c10::Storage pooled_alias_storage(const c10::Storage& neuron_storage);
 at::Tensor pooled_cpu_alias(const at::Tensor& t, const c10::Storage& storage);
 void recycle_aliases(c10::ArrayRef<at::Tensor*> tensors, c10::ArrayRef<c10::Storage*> storages);
 
-// Aliases of operands a kernel only reads (the unboxed kernels of FastPath.h,
-// whose ops write none of their operands), from a small per-thread cache keyed
-// by what an alias is made of: data address, bytes, dtype, sizes, strides,
-// offset, conj/neg bits and inference mode. The next op's operands — weights,
-// and tensors whose memory the allocator hands out again at the same address
-// with the same layout (every step of a decode) — then reuse an alias instead
-// of filling one in. A cached alias does not own neuron memory (it keeps no
-// storage alive, so memory accounting is unchanged); it is handed out only for
-// a live neuron tensor with the same bytes and layout, and the caller keeps the
-// returned reference only while that tensor is alive and the op runs. It must
-// not be written to or have its metadata changed.
+// Aliases of operands whose metadata a kernel leaves alone (the operands of
+// FastPath.h's unboxed kernels, the boxed fallback's operands that the schema
+// neither writes nor lets a result alias, both sides of a copy), from a
+// per-thread cache keyed by what an alias is made of: data address, bytes,
+// dtype, sizes, strides, offset, conj/neg bits and inference mode. The next
+// op's operands — weights, and tensors whose memory the allocator hands out
+// again at the same address with the same layout (every step of a decode) —
+// then reuse an alias instead of filling one in. A cached alias does not own
+// neuron memory (it keeps no storage alive, so memory accounting is unchanged);
+// it is handed out only for a live neuron tensor with the same bytes and
+// layout, and the caller keeps the returned reference only while that tensor
+// is alive and the op runs. Its bytes may be written (they are the tensor's);
+// its metadata (sizes, strides, offset, storage) must not change.
 at::Tensor cached_read_alias(const at::Tensor& t);
 
 // Raises CUDA's device-mismatch error ("Expected all tensors to be on the same

@@ -47,6 +47,8 @@ struct AliasedTensor {
   at::Tensor original;
   at::Tensor alias;
   bool written;
+  // From cached_read_alias (owned by that cache, never recycled here).
+  bool cached;
 };
 
 class Call {
@@ -59,7 +61,9 @@ class Call {
   ~Call() {
     c10::SmallVector<at::Tensor*, 6> aliases;
     for (auto& entry : tensors_) {
-      aliases.push_back(&entry.alias);
+      if (!entry.cached) {
+        aliases.push_back(&entry.alias);
+      }
     }
     c10::SmallVector<c10::Storage*, 4> storages;
     for (auto& storage : alias_storages_) {
@@ -91,7 +95,9 @@ class Call {
 
   // `t` by value: the caller moves the stack's operand in, so keeping the
   // original costs no reference count.
-  at::Tensor alias(at::Tensor t, const c10::Argument& arg) {
+  // `in_list`: an element of a tensor list (those keep the pooled aliases: a
+  // _foreach op's lists would fill the read-alias cache).
+  at::Tensor alias(at::Tensor t, const c10::Argument& arg, bool in_list = false) {
     if (!t.defined()) {
       return t;
     }
@@ -106,8 +112,17 @@ class Call {
       }
       max_numel = std::max<int64_t>(max_numel, t.numel());
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      // An operand the schema neither writes nor lets a result alias takes a
+      // cached read alias (Alias.h), unless it shares memory with a written
+      // operand: PyTorch's overlap checks between an out=/in-place operand
+      // and the others need their aliases on one storage (storage_for).
+      if (!in_list && arg.alias_info() == nullptr && !shares_written_storage(t)) {
+        at::Tensor a = cached_read_alias(t);
+        tensors_.push_back(AliasedTensor{std::move(t), a, false, true});
+        return a;
+      }
       at::Tensor a = pooled_cpu_alias(t, storage_for(t.storage()));
-      tensors_.push_back(AliasedTensor{std::move(t), a, written});
+      tensors_.push_back(AliasedTensor{std::move(t), a, written, false});
       return a;
     }
     if (type == c10::kCPU) {
@@ -126,6 +141,14 @@ class Call {
         false,
         "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
         " (argument '", arg.name(), "' of ", name(), ") beside neuron tensors.");
+  }
+
+  // Records the storage of an operand the schema writes (before any operand is
+  // aliased).
+  void note_written(const at::Tensor& t) {
+    if (t.defined() && t.device().type() == kNeuron && t.has_storage()) {
+      written_storages_.push_back(t.storage().unsafeGetStorageImpl());
+    }
   }
 
   // True when the kernel runs for a CPU tensor: index_put_ on a CPU `self` with
@@ -178,6 +201,12 @@ class Call {
     }
     if (out.has_storage()) {
       const c10::StorageImpl* si = out.storage().unsafeGetStorageImpl();
+      for (const auto& entry : tensors_) {
+        if (entry.cached &&
+            entry.alias.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl() == si) {
+          return neuron_view(out, entry.original.storage());
+        }
+      }
       for (size_t i = 0; i < alias_storages_.size(); ++i) {
         if (alias_storages_[i].unsafeGetStorageImpl() == si) {
           return neuron_view(
@@ -243,6 +272,19 @@ class Call {
   }
 
  private:
+  bool shares_written_storage(const at::Tensor& t) const {
+    if (written_storages_.empty()) {
+      return false;
+    }
+    const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
+    for (const c10::StorageImpl* w : written_storages_) {
+      if (w == si) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   const c10::Storage& storage_for(const c10::Storage& original) {
     c10::StorageImpl* si = original.unsafeGetStorageImpl();
     for (size_t i = 0; i < original_storages_.size(); ++i) {
@@ -260,6 +302,8 @@ class Call {
   c10::SmallVector<c10::StorageImpl*, 4> original_storages_;
   c10::SmallVector<c10::Storage, 4> alias_storages_;
   c10::SmallVector<AliasedTensor, 6> tensors_;
+  // Storages of the operands the schema writes (note_written).
+  c10::SmallVector<const c10::StorageImpl*, 2> written_storages_;
   std::string mixed_argument_;
   bool neuron_indices_ = false;
   bool neuron_operand_ = false;
@@ -284,6 +328,23 @@ void neuron_fallback(
   c10::SmallVector<size_t, 2> generator_slots;
   c10::SmallVector<NeuronGeneratorImpl*, 2> generators;
 
+  // The written operands' storages first, so that no read operand sharing one
+  // of them takes a cached alias.
+  for (size_t i = 0; i < num_args; ++i) {
+    const c10::AliasInfo* info = arguments[i].alias_info();
+    if (info == nullptr || !info->isWrite()) {
+      continue;
+    }
+    const c10::IValue& value = (*stack)[begin + i];
+    if (value.isTensor()) {
+      call.note_written(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) {
+        call.note_written(t);
+      }
+    }
+  }
+
   for (size_t i = 0; i < num_args; ++i) {
     c10::IValue& value = (*stack)[begin + i];
     const c10::Argument& arg = arguments[i];
@@ -294,7 +355,7 @@ void neuron_fallback(
       c10::List<at::Tensor> out;
       out.reserve(in.size());
       for (const at::Tensor& t : in) {
-        out.push_back(call.alias(t, arg));
+        out.push_back(call.alias(t, arg, /*in_list=*/true));
       }
       value = std::move(out);
     } else if (value.isOptionalTensorList()) {
@@ -303,7 +364,7 @@ void neuron_fallback(
       out.reserve(in.size());
       for (const std::optional<at::Tensor> t : in) {
         if (t.has_value() && t->defined()) {
-          out.push_back(call.alias(*t, arg));
+          out.push_back(call.alias(*t, arg, /*in_list=*/true));
         } else {
           out.push_back(t);
         }

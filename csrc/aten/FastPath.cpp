@@ -27,6 +27,7 @@
 #include <ATen/ops/cat_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/exp_ops.h>
+#include <ATen/ops/fill_ops.h>
 #include <ATen/ops/gelu_ops.h>
 #include <ATen/ops/mean_ops.h>
 #include <ATen/ops/mm_ops.h>
@@ -232,6 +233,30 @@ void add(torch::Library& lib) {
   lib.impl(name.c_str(), TORCH_FN(FastKernel<Op>::run));
 }
 
+// fill_.Scalar, the one in-place op of a decode step's hot list (the factories
+// `full`, `scalar_tensor` and `where` with a Python number make an empty
+// tensor and fill it): the CPU kernel writes the bytes of `self` through a
+// cached alias and changes none of its metadata. Anything but a plain neuron
+// `self` runs the boxed fallback.
+at::Tensor& fill_scalar(c10::DispatchKeySet keys, at::Tensor& self, const at::Scalar& value) {
+  using Op = at::_ops::fill__Scalar;
+  static const c10::OperatorHandle handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+  if (C10_UNLIKELY(adaptive::on()) || !self.defined() || self.device().type() != kNeuron ||
+      is_host_fallback_dtype(self.scalar_type())) {
+    return c10::impl::BoxedKernelWrapper<at::Tensor&(at::Tensor&, const at::Scalar&)>::call(
+        boxed_fallback(), handle, keys, self, value);
+  }
+  const c10::DeviceIndex device = check_device(self.device().index());
+  {
+    at::Tensor alias = cached_read_alias(self);
+    RouteAllocationsTo route(device);
+    Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), alias, value);
+  }
+  track_op(&handle.schema(), handle.operator_name(), false);
+  return self;
+}
+
 } // namespace
 
 void register_fast_paths(torch::Library& lib) {
@@ -257,6 +282,13 @@ void register_fast_paths(torch::Library& lib) {
   add<at::_ops::gelu>(lib);
   add<at::_ops::tanh>(lib);
   add<at::_ops::sigmoid>(lib);
+  // Not a structured op (no composite kernel to take over): registered when
+  // its neuron kernel would otherwise be the boxed fallback.
+  const auto fill = c10::Dispatcher::singleton().findOp(c10::OperatorName("aten::fill_", "Scalar"));
+  if (fill.has_value() && !fill->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) &&
+      fill->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+    lib.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  }
 }
 
 } // namespace torch_neuronx

@@ -17,6 +17,7 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/copy_ops.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
@@ -180,14 +181,20 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::Tensor src_cpu;
   at::Tensor dst_cpu;
   if (self_neuron && dst_neuron && self.storage().is_alias_of(dst.storage())) {
+    // One alias storage for both, so the CPU copy's overlap checks see it.
     c10::Storage shared = cpu_alias_storage(self.storage());
     src_cpu = cpu_alias(self, shared);
     dst_cpu = cpu_alias(dst, shared);
   } else {
-    src_cpu = self_neuron ? cpu_alias(self) : self;
-    dst_cpu = dst_neuron ? cpu_alias(dst) : dst;
+    // The CPU copy writes the destination's bytes, never its metadata: both
+    // sides can take cached aliases (Alias.h).
+    src_cpu = self_neuron ? cached_read_alias(self) : self;
+    dst_cpu = dst_neuron ? cached_read_alias(dst) : dst;
   }
-  dst_cpu.copy_(src_cpu, non_blocking);
+  // Straight to the CPU kernel: the aliases need no autograd or version
+  // counting (the dispatcher did both for the neuron tensors).
+  at::_ops::copy_::redispatch(
+      c10::DispatchKeySet(c10::DispatchKey::CPU), dst_cpu, src_cpu, non_blocking);
   return dst;
 }
 

@@ -215,3 +215,32 @@ def test_graph_on_second_core_keeps_its_buffers_there():
     assert torch.neuron.current_device() == 0
     ref = torch.relu(torch.nn.functional.linear(x, lin.weight.cpu(), lin.bias.cpu())) * 2
     torch.testing.assert_close(out.cpu(), ref)
+
+
+def test_core_pinning_wrapper_calls_the_graph_inside_dynamos_disable_wrappers():
+    # Dynamo wraps a backend's result in torch._dynamo.disable itself (taking the innermost function
+    # of an already wrapped one): the pinning wrapper must not call a second, inner disable wrapper
+    # per run. Values, the boxed convention and the current-core switch are unchanged.
+    from torch_neuronx.compile.device_pinning import on_graph_core
+
+    seen = []
+
+    def graph(args):
+        seen.append(torch.neuron.current_device())
+        return [args[0] * 2]
+
+    graph._boxed_call = True
+    wrapped = torch._dynamo.disable(graph)
+    x = torch.ones(3, device="neuron")
+    run = on_graph_core(wrapped, [x])
+    assert run._boxed_call is True
+    import inspect
+
+    assert inspect.getclosurevars(run).nonlocals["compiled"] is graph
+    torch.testing.assert_close(run([x])[0].cpu(), torch.full((3,), 2.0))
+    assert seen == [0]
+    if torch.neuron.device_count() > 1:
+        y = torch.ones(3, device="neuron:1")
+        run1 = on_graph_core(wrapped, [y])
+        assert run1([y])[0].device == torch.device("neuron:1") and seen[-1] == 1
+        assert torch.neuron.current_device() == 0

@@ -135,12 +135,16 @@ def after_queued_eager_ops(compiled: Callable[..., Any]) -> Callable[..., Any]:
     if os.environ.get("TORCH_NEURONX_ADAPTIVE_EAGER", "0").strip() != "1":
         return compiled
     synchronize = torch.neuron.synchronize  # type: ignore[attr-defined]  # registered by the autoload
+    from torch._dynamo.eval_frame import innermost_fn  # (compile time: Dynamo is loaded)
+
+    boxed = getattr(compiled, "_boxed_call", False)
+    compiled = innermost_fn(compiled)  # Dynamo's own disable wrapper covers the call (see on_graph_core)
 
     def run(*args: Any) -> Any:
         synchronize()
         return compiled(*args)
 
-    run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
+    run._boxed_call = boxed  # type: ignore[attr-defined]
     return run
 
 

@@ -31,10 +31,20 @@ def on_graph_core(compiled: Callable[..., Any], example_inputs: Sequence[Any]) -
     ``_boxed_call``) that reads the current core once per call and switches only when it
     differs, restoring it afterwards. It calls the C++ core directly: the index came from a
     ``neuron`` tensor, so the device set exists and the index is valid.
+
+    The wrapper calls the function inside ``compiled``'s ``torch._dynamo.disable`` wrappers:
+    Dynamo wraps whatever the backend returns in ``disable`` once more (taking the innermost
+    function of a callable that is already wrapped, as Inductor's result is on the CPU), so
+    an inner wrapper would switch Dynamo's frame evaluation off and on again on every call,
+    a cost Inductor's own graphs do not pay.
     """
     index = graph_core(example_inputs)
     if index is None:
         return compiled
+    from torch._dynamo.eval_frame import innermost_fn  # (compile time: Dynamo is loaded)
+
+    boxed = getattr(compiled, "_boxed_call", False)
+    compiled = innermost_fn(compiled)
     current_device, set_device = _C._current_device, _C._set_device
 
     def run(*args: Any) -> Any:
@@ -47,5 +57,5 @@ def on_graph_core(compiled: Callable[..., Any], example_inputs: Sequence[Any]) -
         finally:
             set_device(previous)
 
-    run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
+    run._boxed_call = boxed  # type: ignore[attr-defined]
     return run
