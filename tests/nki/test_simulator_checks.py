@@ -561,26 +561,22 @@ def _a():
     return np.ones((128, 512), F32)
 
 
-def test_activation_bias_of_integer_dtype():
+@pytest.mark.parametrize(
+    "operand, dtype, error",
+    [
+        ("bias", "int32", E.err_activation_bias_invalid_type),
+        ("scale", "bfloat16", E.err_activation_scale_invalid_type),
+    ],
+)
+def test_activation_bias_or_scale_vector_of_a_wrong_dtype(operand, dtype, error):
     @nki.jit
     def k(a):
         o = _out()
         t = nl.load(a)
-        b = nl.zeros((128, 1), dtype=nl.int32)
-        nl.store(o, value=nisa.activation(op=nl.exp, data=t, bias=b))
+        v = nl.zeros((128, 1), dtype=getattr(nl, dtype))
+        nl.store(o, value=nisa.activation(op=nl.exp, data=t, **{operand: v}))
         return o
-    _raises(E.err_activation_bias_invalid_type, k, _a(), contains=("int32",))
-
-
-def test_activation_scale_vector_of_bfloat16():
-    @nki.jit
-    def k(a):
-        o = _out()
-        t = nl.load(a)
-        s = nl.zeros((128, 1), dtype=nl.bfloat16)
-        nl.store(o, value=nisa.activation(op=nl.exp, data=t, scale=s))
-        return o
-    _raises(E.err_activation_scale_invalid_type, k, _a(), contains=("bfloat16",))
+    _raises(error, k, _a(), contains=(dtype,))
 
 
 def test_item_assignment_into_an_index_expression():
