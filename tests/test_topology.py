@@ -100,3 +100,54 @@ def test_current_device_raises_for_an_invalid_environment(py):
     """, env={"LOCAL_RANK": "9"})
     assert r.returncode == 0, r.stderr
     assert "ERR neuron device unavailable: LOCAL_RANK=9" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("env,visible,default", [
+    ({"NEURON_RT_NUM_CORES": "0"}, (0, 1, 2, 3), 0),                                   # 0 means all
+    ({"NEURON_RT_NUM_CORES": "2"}, (0, 1), 0),                                         # first N
+    ({"NEURON_RT_NUM_CORES": "1", "LOCAL_RANK": "2"}, (2,), 0),                        # block r
+    ({"NEURON_RT_NUM_CORES": "2", "LOCAL_RANK": "1"}, (2, 3), 0),
+    ({"NEURON_RT_NUM_CORES": "2", "LOCAL_RANK": "-1"}, (0, 1), 0),                     # -1: single process
+    ({"NEURON_RT_NUM_CORES": "2", "NEURON_RT_VISIBLE_CORES": "1-3"}, (1, 2), 0),       # first N of the list
+    ({"NEURON_RT_NUM_CORES": "2", "NEURON_RT_VISIBLE_CORES": "2-3", "LOCAL_RANK": "1"}, (2, 3), 0),
+    ({"NEURON_RT_NUM_CORES": "3", "NEURON_LOGICAL_NC_CONFIG": "1", "LOCAL_RANK": "1"}, (3, 4, 5), 0),
+])
+def test_num_cores_takes_the_process_its_own_cores(env, visible, default):
+    """NEURON_RT_NUM_CORES=N: the runtime reserves N free cores per process; under a launcher each
+    LOCAL_RANK takes its own block [r*N, (r+1)*N), and the process drives the first of them."""
+    t = read_topology(env)
+    assert (t.visible_cores, t.default_device, t.device_count) == (visible, default, len(visible))
+    assert t.core_block_from_rank == ("LOCAL_RANK" in env and env["LOCAL_RANK"] != "-1"
+                                      and "NEURON_RT_VISIBLE_CORES" not in env)
+
+
+def test_num_cores_blocks_of_a_launcher_never_overlap():
+    blocks = [read_topology({"NEURON_RT_NUM_CORES": "2", "LOCAL_RANK": str(r), "TORCH_NEURONX_CHIPS": "2"})
+              for r in range(4)]
+    cores = [c for t in blocks for c in t.visible_cores]
+    assert cores == list(range(8))
+
+
+@pytest.mark.parametrize("env,needle", [
+    ({"NEURON_RT_NUM_CORES": "two"}, "NEURON_RT_NUM_CORES='two' is not an integer"),
+    ({"NEURON_RT_NUM_CORES": "-1"}, "NEURON_RT_NUM_CORES='-1' must be at least 0"),
+    ({"NEURON_RT_NUM_CORES": "5"}, r"NEURON_RT_NUM_CORES=5 but the instance has only 4 .*lower it to at most 4"),
+    ({"NEURON_RT_NUM_CORES": "3", "NEURON_RT_VISIBLE_CORES": "0,2"},
+     r"NEURON_RT_NUM_CORES=3 but NEURON_RT_VISIBLE_CORES='0,2' names only 2"),
+    ({"NEURON_RT_NUM_CORES": "2", "LOCAL_RANK": "2"},
+     r"NEURON_RT_NUM_CORES=2 with LOCAL_RANK=2: this process would take logical NeuronCores 4-5, .* only 4"
+     r".*at most 2 process\(es\) per node"),
+])
+def test_bad_num_cores_names_the_variable_and_the_fix(env, needle):
+    with pytest.raises(TopologyError, match=needle):
+        read_topology(env)
+
+
+def test_num_cores_reaches_the_device_count(py):
+    r = py("""
+        import torch
+        p = torch.neuron.get_device_properties(0)
+        print(torch.neuron.device_count(), torch.neuron.current_device(), p.global_core_id)
+    """, env={"NEURON_RT_NUM_CORES": "2", "LOCAL_RANK": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "0", "2"]

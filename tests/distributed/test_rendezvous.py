@@ -79,6 +79,24 @@ def test_torchrun_ranks_drive_their_local_core():
         assert re.fullmatch(r"127\.0\.0\.1:\d+", root), rows
 
 
+@pytest.mark.parametrize("n,visible", [(1, ["0", "1"]), (2, ["0-1", "2-3"])])
+def test_torchrun_with_num_cores_gives_each_rank_its_own_cores(n, visible):
+    # NEURON_RT_NUM_CORES=N: the Neuron runtime reserves N free cores per process; rank r takes
+    # block r, drives its first core as neuron:0, and children see the same block.
+    proc = torchrun("rendezvous_env", 2, env={"NEURON_RT_NUM_CORES": str(n)})
+    assert proc.returncode == 0, report(proc)
+    rows = {int(r): rest.split() for r, rest in re.findall(r"\[rank (\d)\] ENV (.*)", proc.stdout)}
+    assert {r: (row[0], row[1], row[3]) for r, row in rows.items()} == {
+        0: ("neuron:0", visible[0], "0"), 1: ("neuron:0", visible[1], "0")}, report(proc)
+
+
+def test_torchrun_with_more_num_cores_blocks_than_cores_is_an_error():
+    proc = torchrun("rendezvous_env", 3, env={"NEURON_RT_NUM_CORES": "2"})
+    assert proc.returncode != 0
+    assert "each takes NEURON_RT_NUM_CORES=2 logical NeuronCore(s), 6 in all" in proc.stderr, report(proc)
+    assert "NEURON_RT_NUM_CORES=2 with LOCAL_RANK=2" in proc.stderr, report(proc)
+
+
 def test_two_ranks_on_one_core_is_an_error():
     proc = torchrun("rendezvous_env", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
     assert proc.returncode != 0

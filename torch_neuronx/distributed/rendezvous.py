@@ -10,11 +10,15 @@ Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
   visible set is not narrowed inside the process).
 * ``NEURON_RT_VISIBLE_CORES``, when absent, is set to the global id of the core
   this process drives, so tools and child processes (which then see that one
-  core as ``neuron:0``) agree with the Neuron runtime's convention.
+  core as ``neuron:0``) agree with the Neuron runtime's convention. With
+  ``NEURON_RT_NUM_CORES=N`` the process took its own ``N`` cores (block
+  ``LOCAL_RANK`` of the instance, ``neuron:0`` first) and the variable is set to
+  that block (``"2-3"``).
 * ``NEURON_RT_ROOT_COMM_ID``, when absent, is ``<MASTER_ADDR>:<MASTER_PORT>``
   (the rank-0 host the Neuron runtime bootstraps collectives from; here gloo
   rendezvous through the c10d store at the same address).
-* More local processes than visible cores is an error naming both counts, and
+* More local processes than visible cores (or, with ``NEURON_RT_NUM_CORES=N``,
+  more than the instance's cores divided by ``N``) is an error naming both counts, and
   two ranks of one node driving the same core is an error naming the ranks
   (:func:`claim_core`, checked through the store at ``init_process_group``).
   The core a rank drives is its current device, so the CUDA idiom
@@ -52,6 +56,20 @@ def _int_env(env: Mapping[str, str], name: str) -> int | None:
         raise RendezvousError(f"{name}={raw!r} is not an integer (set by the launcher, e.g. torchrun)") from None
 
 
+def _core_list(cores: tuple[int, ...]) -> str:
+    """``(2, 3, 4, 7)`` as ``"2-4,7"``, the form ``NEURON_RT_VISIBLE_CORES`` takes."""
+    parts: list[str] = []
+    start = prev = cores[0]
+    for c in (*cores[1:], None):
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(parts)
+
+
 def local_device(env: Mapping[str, str] | None = None) -> int:
     """Index of the ``neuron`` device this process drives: ``LOCAL_RANK`` (0 if unset).
 
@@ -64,9 +82,10 @@ def local_device(env: Mapping[str, str] | None = None) -> int:
     local_rank = _int_env(env, "LOCAL_RANK") or 0
     from .. import _state
 
-    count = _state.require_topology().device_count
-    # One visible core per process (the launcher narrowed it): that core is neuron:0.
-    return 0 if count == 1 else local_rank
+    topo = _state.require_topology()
+    # One visible core per process (the launcher narrowed it), or NEURON_RT_NUM_CORES (the
+    # process took its own cores): the first of them is neuron:0.
+    return 0 if topo.device_count == 1 or topo.cores_per_process else local_rank
 
 
 def check_local_processes(env: Mapping[str, str] | None = None) -> None:
@@ -92,6 +111,21 @@ def check_local_processes(env: Mapping[str, str] | None = None) -> None:
     local_world = _int_env(env, "LOCAL_WORLD_SIZE")
     local_rank = _int_env(env, "LOCAL_RANK")
     needed = max(local_world or 0, (local_rank + 1) if local_rank is not None else 0)
+    if topo.cores_per_process:
+        n = topo.cores_per_process
+        if not topo.core_block_from_rank:
+            # NEURON_RT_VISIBLE_CORES gave the cores; whether two processes took the same ones is
+            # checked per core by claim_core.
+            return
+        if needed * n > topo.total_logical_cores:
+            raise RendezvousError(
+                f"this node runs {needed} processes (LOCAL_WORLD_SIZE={local_world}, LOCAL_RANK={local_rank}) "
+                f"and each takes NEURON_RT_NUM_CORES={n} logical NeuronCore(s), {needed * n} in all, but the "
+                f"instance has {topo.total_logical_cores} ({topo.describe()}): start at most "
+                f"{topo.total_logical_cores // n} processes per node (torchrun --nproc-per-node), or lower "
+                f"NEURON_RT_NUM_CORES, or add cores (TORCH_NEURONX_CHIPS, NEURON_LOGICAL_NC_CONFIG=1)"
+            )
+        return
     if needed > count:
         raise RendezvousError(
             f"this node runs {needed} processes (LOCAL_WORLD_SIZE={local_world}, LOCAL_RANK={local_rank}) "
@@ -126,8 +160,13 @@ def apply_launcher_environment(env: MutableMapping[str, str] | None = None) -> d
         from .. import _state
 
         topo = _state.topology
-        core = topo.visible_cores[device] if topo is not None else device
-        set_vars["NEURON_RT_VISIBLE_CORES"] = str(core)
+        if topo is not None and topo.cores_per_process:
+            # The cores NEURON_RT_NUM_CORES gave this process: a child (which inherits
+            # NEURON_RT_NUM_CORES and LOCAL_RANK) then sees the same cores, neuron:0 first.
+            set_vars["NEURON_RT_VISIBLE_CORES"] = _core_list(topo.visible_cores)
+        else:
+            core = topo.visible_cores[device] if topo is not None else device
+            set_vars["NEURON_RT_VISIBLE_CORES"] = str(core)
     if not env.get("NEURON_RT_ROOT_COMM_ID", "").strip() and env.get("MASTER_ADDR", "").strip():
         port = env.get("MASTER_PORT", "").strip()
         set_vars["NEURON_RT_ROOT_COMM_ID"] = f"{env['MASTER_ADDR']}:{port}" if port else env["MASTER_ADDR"]

@@ -13,6 +13,11 @@ Variables (all optional):
 * ``TORCH_NEURONX_HBM_PER_CORE`` — HBM capacity of each logical core
   (``"64MiB"``, ``"2GiB"``, ``"1.5GB"`` or plain bytes); default: the chip's
   HBM divided among its logical cores (24 GiB at LNC=2 on trn2).
+* ``NEURON_RT_NUM_CORES`` — how many logical cores the process takes (``0`` or unset: all).
+  The Neuron runtime reserves that many *free* cores per process, so processes of one launcher
+  each get their own; modelled deterministically: with ``LOCAL_RANK=r`` (and no
+  ``NEURON_RT_VISIBLE_CORES``) the process takes cores ``[r*N, (r+1)*N)``, otherwise the first
+  ``N`` visible ones; its default device is the first of them (``neuron:0``).
 * ``LOCAL_RANK`` — the process's current device defaults to it (torchrun); ``-1`` (the usual
   "not one of several local processes" value) counts as unset.
 
@@ -48,6 +53,11 @@ class Topology:
         hbm_bytes_per_core: capacity of each logical core, bytes.
         hbm_from_env: True when ``TORCH_NEURONX_HBM_PER_CORE`` set it.
         default_device: index of the process's default current device.
+        cores_per_process: ``NEURON_RT_NUM_CORES`` (0: unset or 0, i.e. every visible core).
+        core_block_from_rank: True when ``LOCAL_RANK`` chose which ``cores_per_process`` cores
+            this process took (no ``NEURON_RT_VISIBLE_CORES``): the launcher's processes share
+            the instance's cores in blocks, and a node may run ``total_logical_cores //
+            cores_per_process`` of them.
     """
 
     platform: Platform
@@ -58,6 +68,8 @@ class Topology:
     hbm_from_env: bool = False
     default_device: int = 0
     env: dict = field(default_factory=dict)
+    cores_per_process: int = 0
+    core_block_from_rank: bool = False
 
     @property
     def logical_cores_per_chip(self) -> int:
@@ -73,10 +85,11 @@ class Topology:
 
     def describe(self) -> str:
         """One line, e.g. ``trn2, 1 chip, LNC=2, 4 logical NeuronCores visible``."""
+        taken = f" (NEURON_RT_NUM_CORES={self.cores_per_process})" if self.cores_per_process else ""
         return (
             f"{self.platform.name} ({self.platform.chip.name}), {self.chips} chip"
             f"{'s' if self.chips != 1 else ''}, LNC={self.lnc}, {self.device_count} of "
-            f"{self.total_logical_cores} logical NeuronCores visible"
+            f"{self.total_logical_cores} logical NeuronCores visible{taken}"
         )
 
 
@@ -163,6 +176,67 @@ def _int_var(env, name: str, default: int, minimum: int = 1) -> int:
     return value
 
 
+def _local_rank(env: Mapping[str, str]) -> int | None:
+    """``LOCAL_RANK`` as an index (``None`` when unset or ``-1``).
+
+    Raises:
+        TopologyError: not an integer, or negative other than ``-1``.
+    """
+    local_rank = env.get("LOCAL_RANK")
+    if local_rank is None or not local_rank.strip():
+        return None
+    try:
+        rank = int(local_rank)
+    except ValueError:
+        raise TopologyError(f"LOCAL_RANK={local_rank!r} is not an integer") from None
+    if rank == -1:
+        # The conventional "not launched as one of several local processes" value
+        # (transformers' TrainingArguments.local_rank default, exported by some scripts).
+        return None
+    if rank < -1:
+        raise TopologyError(
+            f"LOCAL_RANK={rank} is negative: it must be the process's index on its node "
+            f"(0, 1, ...), or -1 / unset for a single process"
+        )
+    return rank
+
+
+def _take_num_cores(env: Mapping[str, str], visible: tuple[int, ...], visible_from_env: bool,
+                    rank: int | None, total: int) -> tuple[tuple[int, ...], bool]:
+    """The cores ``NEURON_RT_NUM_CORES`` leaves the process, and whether ``LOCAL_RANK`` chose them.
+
+    Raises:
+        TopologyError: a bad value, or more cores than the instance (or the visible list) holds.
+    """
+    n = _int_var(env, "NEURON_RT_NUM_CORES", 0, minimum=0)
+    if n == 0:
+        return visible, False
+    if visible_from_env:
+        if n > len(visible):
+            raise TopologyError(
+                f"NEURON_RT_NUM_CORES={n} but NEURON_RT_VISIBLE_CORES={env['NEURON_RT_VISIBLE_CORES']!r} "
+                f"names only {len(visible)} logical NeuronCore(s): lower NEURON_RT_NUM_CORES to at most "
+                f"{len(visible)} or make more cores visible"
+            )
+        return visible[:n], False
+    if rank is None:
+        if n > total:
+            raise TopologyError(
+                f"NEURON_RT_NUM_CORES={n} but the instance has only {total} logical NeuronCore(s): lower it "
+                f"to at most {total}, or raise TORCH_NEURONX_CHIPS / lower NEURON_LOGICAL_NC_CONFIG"
+            )
+        return visible[:n], False
+    first, last = rank * n, (rank + 1) * n - 1
+    if last >= total:
+        raise TopologyError(
+            f"NEURON_RT_NUM_CORES={n} with LOCAL_RANK={rank}: this process would take logical NeuronCores "
+            f"{first}-{last}, but the instance has only {total} (ids 0-{total - 1}); the Neuron runtime gives "
+            f"each process its own {n} core(s), so start at most {total // n} process(es) per node "
+            f"(torchrun --nproc-per-node), lower NEURON_RT_NUM_CORES, or raise TORCH_NEURONX_CHIPS"
+        )
+    return tuple(range(first, last + 1)), True
+
+
 def read_topology(env: Mapping[str, str] | None = None) -> Topology:
     """Builds the topology from ``env`` (default ``os.environ``).
 
@@ -183,10 +257,14 @@ def read_topology(env: Mapping[str, str] | None = None) -> Topology:
         )
     total = chips * (platform.chip.physical_cores // lnc)
     visible_text = env.get("NEURON_RT_VISIBLE_CORES")
-    if visible_text is not None and visible_text.strip():
-        visible = parse_core_list(visible_text, total)
+    visible_from_env = visible_text is not None and bool(visible_text.strip())
+    if visible_from_env:
+        visible = parse_core_list(visible_text or "", total)
     else:
         visible = tuple(range(total))
+    rank = _local_rank(env)
+    visible, block_from_rank = _take_num_cores(env, visible, visible_from_env, rank, total)
+    cores_per_process = _int_var(env, "NEURON_RT_NUM_CORES", 0, minimum=0)
     hbm_text = env.get("TORCH_NEURONX_HBM_PER_CORE")
     if hbm_text is not None and hbm_text.strip():
         hbm = parse_bytes(hbm_text)
@@ -195,33 +273,23 @@ def read_topology(env: Mapping[str, str] | None = None) -> Topology:
         hbm = platform.chip.hbm_bytes // (platform.chip.physical_cores // lnc)
         from_env = False
     default_device = 0
-    local_rank = env.get("LOCAL_RANK")
-    if local_rank is not None and local_rank.strip():
-        try:
-            rank = int(local_rank)
-        except ValueError:
-            raise TopologyError(f"LOCAL_RANK={local_rank!r} is not an integer") from None
-        if rank == -1:
-            # The conventional "not launched as one of several local processes" value
-            # (transformers' TrainingArguments.local_rank default, exported by some scripts).
-            default_device = 0
-        elif rank < -1:
-            raise TopologyError(
-                f"LOCAL_RANK={rank} is negative: it must be the process's index on its node "
-                f"(0, 1, ...), or -1 / unset for a single process"
-            )
-        elif len(visible) == 1:
-            # One core per process (torchrun with per-rank NEURON_RT_VISIBLE_CORES).
-            default_device = 0
-        elif 0 <= rank < len(visible):
-            default_device = rank
-        else:
-            raise TopologyError(
-                f"LOCAL_RANK={rank} but only {len(visible)} logical NeuronCore(s) are visible "
-                f"({platform.name}, LNC={lnc}): start at most {len(visible)} processes per node "
-                f"(torchrun --nproc-per-node), or make more cores visible with "
-                f"NEURON_RT_VISIBLE_CORES / TORCH_NEURONX_CHIPS"
-            )
+    if rank is None or cores_per_process:
+        # Unset / -1, or NEURON_RT_NUM_CORES: the process drives the first of its cores (the
+        # runtime renumbers a process's cores from 0, and LOCAL_RANK already chose the block).
+        default_device = 0
+    elif len(visible) == 1:
+        # One core per process (torchrun with per-rank NEURON_RT_VISIBLE_CORES).
+        default_device = 0
+    elif rank < len(visible):
+        default_device = rank
+    else:
+        raise TopologyError(
+            f"LOCAL_RANK={rank} but only {len(visible)} logical NeuronCore(s) are visible "
+            f"({platform.name}, LNC={lnc}): start at most {len(visible)} processes per node "
+            f"(torchrun --nproc-per-node), or make more cores visible with "
+            f"NEURON_RT_VISIBLE_CORES / TORCH_NEURONX_CHIPS, or give each process its own cores "
+            f"with NEURON_RT_NUM_CORES=1"
+        )
     return Topology(
         platform=platform,
         chips=chips,
@@ -230,4 +298,6 @@ def read_topology(env: Mapping[str, str] | None = None) -> Topology:
         hbm_bytes_per_core=hbm,
         hbm_from_env=from_env,
         default_device=default_device,
+        cores_per_process=cores_per_process,
+        core_block_from_rank=block_from_rank,
     )
