@@ -40,8 +40,10 @@ def _autoload() -> None:
             "`pip install --no-build-isolation -e .` in the torch-neuronx checkout. "
             f"({err})"
         ) from err
-    from . import _state
+    from . import _logging, _state
 
+    # TORCH_NEURONX_LOG_LEVEL / TORCH_NEURONX_LOG_FILE (a bad value warns, never raises).
+    _logging.configure()
     torch.utils.rename_privateuse1_backend("neuron")
     _state.load_topology()
     from . import device as _device_module
@@ -56,6 +58,10 @@ def _autoload() -> None:
     from .ops import flop_formulas as _flop_formulas
 
     _flop_formulas.register()
+    # With TORCH_NEURONX_LOG_LEVEL=2/3, the ops that ran as host fallbacks are logged at exit.
+    from .ops import tracking as _tracking
+
+    _tracking.register_exit_summary()
     # neuron tensors cross processes (DataLoader workers) as shared-memory copies.
     from .device import sharing as _sharing
 

@@ -1,7 +1,11 @@
 """Process-wide state of torch_neuronx: the topology read at autoload."""
 from __future__ import annotations
 
+import logging
+
 from .runtime.topology import Topology, TopologyError, read_topology
+
+log = logging.getLogger(__name__)
 
 topology: Topology | None = None
 topology_error: TopologyError | None = None
@@ -26,9 +30,12 @@ def load_topology() -> None:
             "",
             topology.default_device,
         )
+        log.debug("topology: %s; logical cores %s; default device neuron:%d", topology.describe(),
+                  ",".join(map(str, topology.visible_cores)), topology.default_device)
     except TopologyError as err:
         topology = None
         topology_error = err
+        log.info("neuron device unavailable (raised at the first device use): %s", err)
         _C._set_topology(0, 0, "invalid topology", f"neuron device unavailable: {err}", 0)
 
 

@@ -9,6 +9,7 @@ policy (:mod:`.fallback`); the metrics count compiles and hits (:mod:`.metrics`)
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -24,6 +25,12 @@ from .cache_key import graph_cache_key
 from .fallback import NeuronCompileError, fallback_execution_allowed, handle_compile_failure
 from .graph_identity import current_function
 from .serialization import deserialize, inductor_cache_dir, serialize
+
+log = logging.getLogger(__name__)
+
+#: How the log names where a graph came from (:attr:`.cache.Lookup.source`).
+_SOURCE_TEXT: Final[dict[str, str]] = {"compiled": "compiled", "memory": "loaded from the compile cache (memory)",
+                                      "disk": "loaded from the compile cache (disk)"}
 
 #: Inductor config while backend "neuron" compiles (forward at trace time, backward lazily):
 #: ``fx_graph_cache`` off (our cache is the only one, so the metrics are exact);
@@ -142,6 +149,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         finally:
             if kw["is_backward"]:  # forward/inference time is counted by the Dynamo-level backend
                 metrics.record_compile_time(time.perf_counter() - t0)
+    log.info("%s graph of %s %s in %.3f s (cache key %s)", kind, function,
+             _SOURCE_TEXT.get(found.source, found.source), time.perf_counter() - t0, key[:16])
     if found.artifact is not None:  # for torch.compiler.save_cache_artifacts()
         mega_cache.record(key, dict(header), found.artifact)
     debug.dump_aten_graph(key, kind, aten_text, getattr(found.value, "source_code", None))

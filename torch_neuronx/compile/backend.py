@@ -28,6 +28,7 @@ Inductor's own caches (FX graph cache, AOTAutograd cache) are off for our compil
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 import warnings
@@ -50,6 +51,8 @@ from .fallback import (
 from .graph_identity import compile_id, current_function, input_signature, recompile_reason
 from .precompile import AOTCompileUnsupportedError, refuse_aot
 from .static_shapes import reject_dynamic
+
+log = logging.getLogger(__name__)
 
 
 class CompileModeWarning(UserWarning):
@@ -102,6 +105,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     metrics.record_graph(frame_id, attempt, function, input_signature(gm, example_inputs),
                          recompile_reason() if attempt else None)
     dynamo_text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    log.debug("Dynamo graph of %s (compile %s/%s): %d nodes, inputs %s", function, frame_id, attempt,
+              len(gm.graph.nodes), input_signature(gm, example_inputs))
     debug.dump_dynamo_graph(function.split(" ")[0].strip("'"), dynamo_text)
 
     import torch._functorch.config as functorch_config

@@ -15,10 +15,13 @@ them propagates unchanged (``except NeuronCompileError: raise``), any other exce
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 
 from . import metrics
+
+log = logging.getLogger(__name__)
 
 
 class NeuronCompileError(RuntimeError):
@@ -76,6 +79,7 @@ def handle_compile_failure(what: str, graph_text: str, err: Exception, eager_all
     """
     if not eager_allowed:
         raise NeuronCompileError(failure_message(what, graph_text, err)) from err
+    log.info("%s failed to compile (%s: %s): running it eagerly", what, type(err).__name__, err)
     warnings.warn(f"backend 'neuron' failed to compile the {what}: {type(err).__name__}: "
                   f"{err}; running it eagerly (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)",
                   CompileFallbackWarning, stacklevel=3)

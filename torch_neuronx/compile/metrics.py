@@ -22,6 +22,7 @@ Imports nothing from Dynamo or Inductor at import time.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -29,6 +30,8 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
+
+log = logging.getLogger(__name__)
 
 
 class RecompileWarning(UserWarning):
@@ -217,6 +220,7 @@ def record_graph(frame_id: int | None, attempt: int | None, function: str,
         guard: Dynamo's recompile reason, or None.
     """
     warn_msg = None
+    log_recompile = None
     with _lock:
         s = _state
         s.graphs += 1
@@ -228,14 +232,26 @@ def record_graph(frame_id: int | None, attempt: int | None, function: str,
             changed = _diff(history[-1], signature)
             s.recompiles.append(RecompileRecord(function=function, compile_id=f"{frame_id}/{attempt}",
                                                 guard=guard or "", changed=changed))
+            log_recompile = (function, f"{frame_id}/{attempt}", guard or "unknown", _describe(changed))
             n = sum(1 for r in s.recompiles if r["compile_id"].split("/")[0] == str(frame_id))
             threshold = recompile_warn_threshold()
             if threshold and n >= threshold and frame_id not in s.warned_frames:
                 s.warned_frames.add(frame_id)
                 warn_msg = _advice(function, n, history + [signature])
         history.append(signature)
+    if log_recompile:
+        log.info("recompiling %s (compile %s): guard failed: %s; changed input dimensions: %s", *log_recompile)
     if warn_msg:
         warnings.warn(warn_msg, RecompileWarning, stacklevel=3)
+
+
+def _describe(changed: list[ChangedDim]) -> str:
+    """``"L['ids'][1] 8 -> 9, L['mask'] [2, 8] -> [2, 8, 1]"`` (``"none"`` when nothing changed)."""
+    parts = []
+    for c in changed:
+        where = c["input"] if c["dim"] is None else f"{c['input']}[{c['dim']}]"
+        parts.append(f"{where} {c['before']} -> {c['after']}")
+    return ", ".join(parts) or "none"
 
 
 def _diff(before: list[tuple[str, tuple[int, ...]]],

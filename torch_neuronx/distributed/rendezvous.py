@@ -29,12 +29,15 @@ Launcher variables read (torchrun sets them): ``LOCAL_RANK``,
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch.distributed as dist
+
+log = logging.getLogger(__name__)
 
 
 
@@ -171,6 +174,9 @@ def apply_launcher_environment(env: MutableMapping[str, str] | None = None) -> d
         port = env.get("MASTER_PORT", "").strip()
         set_vars["NEURON_RT_ROOT_COMM_ID"] = f"{env['MASTER_ADDR']}:{port}" if port else env["MASTER_ADDR"]
     env.update(set_vars)
+    if set_vars:
+        log.info("LOCAL_RANK=%s drives neuron:%d; set %s", env.get("LOCAL_RANK", "-"), device,
+                 " ".join(f"{k}={v}" for k, v in set_vars.items()))
     return set_vars
 
 
@@ -274,6 +280,8 @@ def claim_core(store: dist.Store, rank: int, world_size: int, env: Mapping[str, 
     for r in range(world_size):
         owners.setdefault(store.get(f"neuron_core/{r}").decode(), []).append(r)
     clashes = {k: v for k, v in owners.items() if len(v) > 1}
+    log.debug("rank %d drives logical NeuronCore %d (neuron:%d) of host %s, node %s", rank, core, device,
+              mine.split("/")[0], node)
     if clashes:
         what = "; ".join(
             f"ranks {v} all drive logical NeuronCore {k.rsplit('/', 1)[1]} of host {k.split('/')[0]} "

@@ -10,7 +10,13 @@ real hardware.
 """
 from __future__ import annotations
 
+import atexit
+import logging
+
 from .. import _C
+
+log = logging.getLogger(__name__)
+_exit_summary_registered = False
 
 
 def get_executed_ops() -> dict[str, int]:
@@ -26,3 +32,28 @@ def get_fallback_ops() -> dict[str, int]:
 def clear_op_tracking() -> None:
     """Resets both counters to empty."""
     _C._clear_op_counts()
+
+
+def log_fallback_summary() -> dict[str, int]:
+    """Logs (INFO, logger ``torch_neuronx.ops.tracking``) the ops that ran as host fallbacks so far,
+    with their counts, when there are any and INFO records are enabled
+    (``TORCH_NEURONX_LOG_LEVEL=2`` or ``3``).
+
+    Returns:
+        What was logged (op name → count), empty when nothing was.
+    """
+    if not log.isEnabledFor(logging.INFO):
+        return {}
+    ops = get_fallback_ops()
+    if ops:
+        log.info("ops that ran as host (CPU) fallbacks on Trainium's terms (fp64 / complex): %s",
+                 ", ".join(f"{name} x{n}" for name, n in sorted(ops.items(), key=lambda kv: -kv[1])))
+    return ops
+
+
+def register_exit_summary() -> None:
+    """Logs :func:`log_fallback_summary` when the process exits (registered once, by the autoload)."""
+    global _exit_summary_registered
+    if not _exit_summary_registered:
+        _exit_summary_registered = True
+        atexit.register(log_fallback_summary)
