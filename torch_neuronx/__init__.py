@@ -46,6 +46,11 @@ def _autoload() -> None:
     _logging.configure()
     torch.utils.rename_privateuse1_backend("neuron")
     _state.load_topology()
+    # AWS's variables that concern Trainium's compiler or runtime: logged (INFO) when set, and
+    # NEURON_CC_FLAGS that would change results warned about (runtime/environment.py).
+    from .runtime import environment as _environment
+
+    _environment.report_no_effect(lnc=_state.topology.lnc if _state.topology is not None else None)
     from . import device as _device_module
 
     torch._register_device_module("neuron", _device_module)

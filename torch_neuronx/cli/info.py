@@ -8,10 +8,11 @@ import torch
 from .. import _state
 from ..runtime.platforms import SOURCES
 
-ENV_VARS = (
-    "TORCH_NEURONX_PLATFORM", "TORCH_NEURONX_CHIPS", "NEURON_LOGICAL_NC_CONFIG",
-    "NEURON_RT_VISIBLE_CORES", "TORCH_NEURONX_HBM_PER_CORE", "LOCAL_RANK",
-)
+from ..runtime.environment import NO_EFFECT, READ
+
+#: The variables ``info`` shows when set: every one the package reads, then those it accepts with no
+#: effect (marked so).
+ENV_VARS = (*READ, *NO_EFFECT)
 
 
 def _gib(n: int) -> str:
@@ -50,6 +51,9 @@ def info_text() -> str:
             f"{_gib(c['allocated_bytes.all.current']):>14}{_gib(c['allocated_bytes.all.peak']):>14}"
             f"{_gib(props.total_memory):>14}"
         )
-    set_vars = [f"{k}={os.environ[k]}" for k in ENV_VARS if k in os.environ]
+    set_vars = [f"{k}={os.environ[k]}" for k in READ if k in os.environ]
+    ignored = [f"{k}={os.environ[k]}" for k in NO_EFFECT if k in os.environ]
     lines += ["", "environment   " + (" ".join(set_vars) if set_vars else "(defaults)")]
+    if ignored:
+        lines.append("no effect     " + " ".join(ignored) + "  (Trainium compiler / runtime settings; see README)")
     return "\n".join(lines)

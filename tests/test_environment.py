@@ -1,0 +1,125 @@
+"""The environment variables: ``READ`` / ``NO_EFFECT`` of ``torch_neuronx/runtime/environment.py`` are the
+README's tables and the variables the code reads; the variables with no effect are reported, and
+``NEURON_CC_FLAGS`` warns only where Trainium's results would differ."""
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+from torch_neuronx.runtime import environment
+from torch_neuronx.runtime.environment import MISSPELLED, NO_EFFECT, READ, NoEffectWarning
+
+REPO = Path(__file__).resolve().parents[1]
+_NAME = re.compile(r"`([A-Z][A-Z0-9_]{3,})(?:=[^`]*)?`")
+
+
+def _readme_section() -> str:
+    text = (REPO / "README.md").read_text()
+    return text[text.index("### Environment variables"):text.index("### Logging")]
+
+
+def _table_names(section: str) -> set[str]:
+    """Names in the first cell of each table row."""
+    names: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            names.update(_NAME.findall(line.split(" | ")[0]))
+    return names
+
+
+def test_readme_tables_are_the_code_tables():
+    section = _readme_section()
+    in_tables = _table_names(section)
+    assert in_tables == set(READ) | set(NO_EFFECT), (
+        f"in the README only: {sorted(in_tables - set(READ) - set(NO_EFFECT))}; "
+        f"in the code only: {sorted(set(READ) | set(NO_EFFECT) - in_tables)}")
+    assert not set(READ) & set(NO_EFFECT)
+    for wrong, right in MISSPELLED.items():
+        assert wrong in section and right in READ
+
+
+def test_every_variable_the_code_reads_is_listed():
+    read_call = re.compile(r"""(?:getenv|environ\.get|environ\[|env\.get|env_off|_int_env\(env,|_int_var\(env,)"""
+                           r"""\(?\s*["']((?:TORCH_NEURONX|NEURON|NKI)_[A-Z0-9_]+)["']""")
+    found: dict[str, str] = {}
+    for path in [*(REPO / "torch_neuronx").rglob("*.py"), *(REPO / "csrc").rglob("*.cpp")]:
+        if path.name == "environment.py":
+            continue
+        for name in read_call.findall(path.read_text()):
+            found.setdefault(name, str(path.relative_to(REPO)))
+    assert found, "the pattern finds the reads"
+    missing = {n: p for n, p in found.items() if n not in READ}
+    assert not missing, f"read by the code but not in READ (and the README): {missing}"
+
+
+def test_each_read_variable_is_named_by_the_files_said_to_read_it():
+    for name, where in READ.items():
+        for part in where.split(", "):
+            rel = part.split(" ")[0]
+            if not rel.endswith((".py", ".cpp")) or rel.startswith("torch/"):
+                continue
+            path = REPO / rel if rel.startswith("csrc/") else REPO / "torch_neuronx" / rel
+            assert name in path.read_text(), (name, path)
+
+
+def test_set_variables_without_effect_are_logged_with_their_reason(caplog):
+    env = {"NEURON_RT_EXEC_TIMEOUT": "10", "COLLECTIVE_BUCKETSIZE_IN_MB": "64", "NEURON_RT_VISIBLE_CORES": "0",
+           "NEURON_LAUNCH_BLOCKING": "1", "NEURON_CC_FLAGS": "--model-type=transformer -O1"}
+    with caplog.at_level(logging.INFO, logger="torch_neuronx.runtime.environment"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                     # harmless flags: no warning
+            found = environment.report_no_effect(env, lnc=2)
+    assert found == ["NEURON_LAUNCH_BLOCKING", "COLLECTIVE_BUCKETSIZE_IN_MB", "NEURON_RT_EXEC_TIMEOUT",
+                     "NEURON_CC_FLAGS"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "torch_neuronx.runtime.environment"]
+    assert len(messages) == 4
+    assert messages[2] == ("NEURON_RT_EXEC_TIMEOUT=10 has no effect on the software NeuronCore: "
+                           + NO_EFFECT["NEURON_RT_EXEC_TIMEOUT"])
+    assert messages[3].startswith("NEURON_CC_FLAGS=--model-type=transformer -O1 has no effect")
+
+
+@pytest.mark.parametrize("flags,needles", [
+    ("--auto-cast=matmult --auto-cast-type=bf16", ["--auto-cast=matmult --auto-cast-type=bf16"]),
+    ("--auto-cast all", ["--auto-cast=all"]),
+    ("--auto-cast=none", []),
+    ("-O1 --logical-nc-config=1", ["--logical-nc-config=1 but the runtime's LNC is 2"]),
+    ("-lnc 1 --auto-cast=all", ["--auto-cast=all", "--logical-nc-config=1 but the runtime's LNC is 2"]),
+    ("--logical-nc-config=2 --model-type=transformer", []),
+])
+def test_compiler_flags_warn_only_where_trainium_would_differ(flags, needles):
+    messages = environment.compiler_flag_warnings({"NEURON_CC_FLAGS": flags}, lnc=2)
+    assert len(messages) == len(needles), messages
+    for message, needle in zip(messages, needles, strict=True):
+        assert needle in message and message.startswith("NEURON_CC_FLAGS"), message
+    if needles:
+        with pytest.warns(NoEffectWarning, match="NEURON_CC_FLAGS"):
+            environment.report_no_effect({"NEURON_CC_FLAGS": flags}, lnc=2)
+
+
+def test_the_misspelled_cache_switch_warns_and_names_the_right_one():
+    with pytest.warns(NoEffectWarning, match=r"TORCH_NEURONX_DISABLE_NEFF_CACHE=1 is not read: .* "
+                                             r"TORCH_NEURONX_NEFF_DISABLE_CACHE=1"):
+        environment.report_no_effect({"TORCH_NEURONX_DISABLE_NEFF_CACHE": "1"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        environment.report_no_effect({"TORCH_NEURONX_DISABLE_NEFF_CACHE": "1",
+                                      "TORCH_NEURONX_NEFF_DISABLE_CACHE": "1"})
+
+
+def test_info_and_import_torch_show_what_is_set(py):
+    r = py("""
+        import torch
+        from torch_neuronx.cli.info import info_text
+        print(info_text())
+    """, env={"NEURON_RT_NUM_CORES": "1", "NEURON_RT_EXEC_TIMEOUT": "5", "TORCH_NEURONX_LOG_LEVEL": "2",
+              "NEURON_CC_FLAGS": "--auto-cast=all"})
+    assert r.returncode == 0, r.stderr
+    assert "visible       1 of 4 logical NeuronCores: 0" in r.stdout, r.stdout
+    assert "environment   NEURON_RT_NUM_CORES=1 TORCH_NEURONX_LOG_LEVEL=2 NEURON_CC_FLAGS=--auto-cast=all" in r.stdout
+    assert "no effect     NEURON_RT_EXEC_TIMEOUT=5" in r.stdout, r.stdout
+    assert "INFO torch_neuronx.runtime.environment: NEURON_RT_EXEC_TIMEOUT=5 has no effect" in r.stderr, r.stderr
+    assert "NoEffectWarning: NEURON_CC_FLAGS asks neuronx-cc for --auto-cast=all" in r.stderr, r.stderr
