@@ -129,7 +129,8 @@ def test_num_cores_blocks_of_a_launcher_never_overlap():
 
 
 @pytest.mark.parametrize("env,needle", [
-    ({"NEURON_RT_NUM_CORES": "two"}, "NEURON_RT_NUM_CORES='two' is not an integer"),
+    ({"NEURON_RT_NUM_CORES": "two"}, "NEURON_RT_NUM_CORES='two' is not an integer: it is the number of logical "
+                                     "NeuronCores the process takes, e.g. NEURON_RT_NUM_CORES=1"),
     ({"NEURON_RT_NUM_CORES": "-1"}, "NEURON_RT_NUM_CORES='-1' must be at least 0"),
     ({"NEURON_RT_NUM_CORES": "5"}, r"NEURON_RT_NUM_CORES=5 but the instance has only 4 .*lower it to at most 4"),
     ({"NEURON_RT_NUM_CORES": "3", "NEURON_RT_VISIBLE_CORES": "0,2"},

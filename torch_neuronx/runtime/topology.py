@@ -163,16 +163,31 @@ def parse_core_list(text: str, total: int, variable: str = "NEURON_RT_VISIBLE_CO
     return tuple(sorted(cores))
 
 
+#: What each integer variable counts, for its error messages.
+_INT_MEANING = {
+    "TORCH_NEURONX_CHIPS": "the number of Trainium chips, e.g. TORCH_NEURONX_CHIPS=2",
+    "NEURON_LOGICAL_NC_CONFIG": "physical NeuronCores per logical core, 1 or 2",
+    "NEURON_RT_NUM_CORES": "the number of logical NeuronCores the process takes, e.g. NEURON_RT_NUM_CORES=1 "
+                           "(0 or unset: all)",
+}
+
+
 def _int_var(env, name: str, default: int, minimum: int = 1) -> int:
+    """The integer value of ``name`` in ``env`` (``default`` when unset or blank).
+
+    Raises:
+        TopologyError: not an integer, or below ``minimum``; the message says what the variable counts.
+    """
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
+    meaning = f": it is {_INT_MEANING[name]}" if name in _INT_MEANING else ""
     try:
         value = int(raw.strip())
     except ValueError:
-        raise TopologyError(f"{name}={raw!r} is not an integer") from None
+        raise TopologyError(f"{name}={raw!r} is not an integer{meaning}") from None
     if value < minimum:
-        raise TopologyError(f"{name}={raw!r} must be at least {minimum}")
+        raise TopologyError(f"{name}={raw!r} must be at least {minimum}{meaning}")
     return value
 
 
