@@ -16,7 +16,9 @@ Sources (AWS Neuron documentation): the TorchNeuron environment-variable referen
 (``torch/reference/env-vars``), the Neuron Runtime configuration guide
 (``neuron-runtime/guides/configuration-guide``), the logical NeuronCore configuration page
 (``about-neuron/arch/neuron-features/logical-neuroncore-config``) and the PyTorch NeuronX
-environment variables (``frameworks/torch/torch-neuronx/api-reference-guide/training/torch-neuron-envvars``).
+environment variables (``frameworks/torch/torch-neuronx/api-reference-guide/training/torch-neuron-envvars``);
+``TORCH_NEURONX_SEGMENT_ALLOCATOR_CONFIG`` from TorchNeuron launch scripts (the allocator guidelines,
+``torch/reference/guidelines-memory-management``, describe the allocator it tunes).
 """
 from __future__ import annotations
 
@@ -96,6 +98,11 @@ NO_EFFECT: Final[dict[str, str]] = {
         "back from",
     "TORCH_NEURONX_ENABLE_STACK_TRACE":
         "ops execute synchronously, so a Python traceback already points at the op that failed",
+    # TorchNeuron: the memory allocator (a caching segment allocator on Trainium; the variable is the
+    # one TorchNeuron launch scripts set, e.g. kMaxSplitSizeBytes=...,kMaxNonSplitRoundingBytes=...)
+    "TORCH_NEURONX_SEGMENT_ALLOCATOR_CONFIG":
+        "device memory has no segments to split or round: each tensor gets a block of its own, accounted "
+        "at its size rounded up to 64 bytes (reserved memory is allocated memory plus that rounding)",
     # TorchNeuron: distributed collectives
     "NEURON_USE_SPLIT_ALLGATHER": "collectives run gloo on device memory, not Neuron collectives",
     "NEURON_USE_SPLIT_REDUCE_SCATTER": "collectives run gloo on device memory, not Neuron collectives",
