@@ -97,6 +97,14 @@ def test_torchrun_with_more_num_cores_blocks_than_cores_is_an_error():
     assert "NEURON_RT_NUM_CORES=2 with LOCAL_RANK=2" in proc.stderr, report(proc)
 
 
+def test_num_cores_from_one_visible_list_for_every_rank_is_an_error_not_a_shared_core():
+    # NEURON_RT_VISIBLE_CORES given to every rank: NEURON_RT_NUM_CORES=1 takes its first core in each
+    # process, so the ranks would share core 0; the rendezvous refuses that by name.
+    proc = torchrun("rendezvous_env", 2, env={"NEURON_RT_VISIBLE_CORES": "0-3", "NEURON_RT_NUM_CORES": "1"})
+    assert proc.returncode != 0
+    assert "ranks [0, 1] all drive logical NeuronCore 0" in proc.stderr, report(proc)
+
+
 def test_two_ranks_on_one_core_is_an_error():
     proc = torchrun("rendezvous_env", 2, env={"NEURON_RT_VISIBLE_CORES": "0"})
     assert proc.returncode != 0
