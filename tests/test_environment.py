@@ -69,13 +69,18 @@ def test_each_read_variable_is_named_by_the_files_said_to_read_it():
 def test_set_variables_without_effect_are_logged_with_their_reason(caplog):
     env = {"NEURON_RT_EXEC_TIMEOUT": "10", "COLLECTIVE_BUCKETSIZE_IN_MB": "64", "NEURON_RT_VISIBLE_CORES": "0",
            "NEURON_LAUNCH_BLOCKING": "1", "NEURON_CC_FLAGS": "--model-type=transformer -O1"}
-    with caplog.at_level(logging.INFO, logger="torch_neuronx.runtime.environment"):
-        with warnings.catch_warnings():
+    logger = logging.getLogger("torch_neuronx.runtime.environment")
+    logger.addHandler(caplog.handler)     # also when TORCH_NEURONX_LOG_LEVEL stopped propagation to the root
+    try:
+        with caplog.at_level(logging.INFO, logger=logger.name), warnings.catch_warnings():
             warnings.simplefilter("error")                     # harmless flags: no warning
             found = environment.report_no_effect(env, lnc=2)
+    finally:
+        logger.removeHandler(caplog.handler)
     assert found == ["NEURON_LAUNCH_BLOCKING", "COLLECTIVE_BUCKETSIZE_IN_MB", "NEURON_RT_EXEC_TIMEOUT",
                      "NEURON_CC_FLAGS"]
-    messages = [r.getMessage() for r in caplog.records if r.name == "torch_neuronx.runtime.environment"]
+    # each record once (the handler may see it twice: on this logger and, propagated, on the root)
+    messages = list(dict.fromkeys(r.getMessage() for r in caplog.records if r.name == logger.name))
     assert len(messages) == 4
     assert messages[2] == ("NEURON_RT_EXEC_TIMEOUT=10 has no effect on the software NeuronCore: "
                            + NO_EFFECT["NEURON_RT_EXEC_TIMEOUT"])

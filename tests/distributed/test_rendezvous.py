@@ -53,6 +53,22 @@ def test_launcher_variables_fill_neuron_runtime_variables():
     assert given["NEURON_RT_ROOT_COMM_ID"] == "root:1"
 
 
+def test_what_the_rendezvous_sets_is_logged(caplog):
+    import logging
+
+    env = {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29500"}
+    logger = logging.getLogger("torch_neuronx.distributed.rendezvous")
+    logger.addHandler(caplog.handler)     # also when TORCH_NEURONX_LOG_LEVEL stopped propagation to the root
+    try:
+        with caplog.at_level("INFO", logger=logger.name):
+            apply_launcher_environment(env)
+    finally:
+        logger.removeHandler(caplog.handler)
+    messages = {r.getMessage() for r in caplog.records if r.name == logger.name}
+    assert messages == {"LOCAL_RANK=1 drives neuron:1; set NEURON_RT_VISIBLE_CORES=1 "
+                        "NEURON_RT_ROOT_COMM_ID=10.0.0.7:29500"}, messages
+
+
 def test_more_local_processes_than_cores_is_an_error():
     cores = torch.neuron.device_count()
     with pytest.raises(RendezvousError, match=rf"runs {cores + 1} processes .* only {cores} logical NeuronCore"):
