@@ -46,7 +46,7 @@ def log_fallback_summary() -> dict[str, int]:
         return {}
     ops = get_fallback_ops()
     if ops:
-        log.info("ops that ran as host (CPU) fallbacks on Trainium's terms (fp64 / complex): %s",
+        log.info("ops that run as host (CPU) fallbacks on Trainium (fp64 / complex), with their counts: %s",
                  ", ".join(f"{name} x{n}" for name, n in sorted(ops.items(), key=lambda kv: -kv[1])))
     return ops
 
