@@ -173,7 +173,7 @@ def test_access_pattern_reads_every_other_column():
     np.testing.assert_array_equal(k(a), a[:, 1::2])
 
 
-# --- integer index on a free axis keeps a size-1 axis ------------------------------------------------
+# --- integer index on a free axis: dropped, or kept at size 1 where the view would be < 2-D --------
 def test_integer_index_on_free_axis_keeps_size_one_axis_as_bias():
     @legacy.jit
     def k(a, b):
@@ -186,6 +186,39 @@ def test_integer_index_on_free_axis_keeps_size_one_axis_as_bias():
         return o
     a, b = _rand(128, 64), _rand(128, 4)
     np.testing.assert_allclose(k(a, b), np.exp(a + b[:, 2:3]), rtol=1e-5)
+
+
+def test_integer_index_shapes_follow_the_current_language_guide():
+    """AWS's current NKI language guide (aws-neuron/aws-neuron-sdk@81ce03a:nki/get-started/
+    nki-language-guide.rst, "The partition dimension is special" and "Tensor Indexing"): on SBUF an
+    integer on the partition dim keeps it at size 1, an integer on a free dim drops it unless the result
+    would be < 2-D (then the last free dim stays at 1); HBM drops indexed dims. The guide's own examples,
+    shapes and values."""
+    shapes = {}
+
+    @nki.jit
+    def k(a, h_in):
+        t = nl.ndarray((128, 64, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        h = nl.ndarray((4, 128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=h, src=h_in)
+        views = {"t[0, :, :]": t[0, :, :], "t[:, :, 0]": t[:, :, 0], "t[:, 0]": t[:, 0],
+                 "t[:, 0, 10]": t[:, 0, 10], "t[0, 0, 10]": t[0, 0, 10], "h[0, :, :]": h[0, :, :]}
+        shapes.update({n: tuple(v.shape) for n, v in views.items()})
+        o1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t[:, :, 0])
+        o2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=t[:, 0, 10])
+        o3 = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o3, src=h[2, :, :])
+        return o1, o2, o3
+    a, h = _rand(128, 64, 32), _rand(4, 128, 32)
+    o1, o2, o3 = k(a, h)
+    assert shapes == {"t[0, :, :]": (1, 64, 32), "t[:, :, 0]": (128, 64), "t[:, 0]": (128, 32),
+                      "t[:, 0, 10]": (128, 1), "t[0, 0, 10]": (1, 1), "h[0, :, :]": (128, 32)}
+    np.testing.assert_array_equal(o1, a[:, :, 0])
+    np.testing.assert_array_equal(o2, a[:, 0, 10:11])
+    np.testing.assert_array_equal(o3, h[2])
 
 
 # --- bn_stats with a mask in the input's index space -------------------------------------------------

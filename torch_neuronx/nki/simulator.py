@@ -437,16 +437,16 @@ class NeuronCoreSim:
             if f.id not in st.marks:
                 f.roots.append(st)
             marks = st.marks_array(f.id)
-            region = np.asarray(sacc.get(marks))
-            bad = (region >= 0) & (region != f.iter)
+            region = np.asarray(sacc.get(marks))       # iteration + 1 that wrote each element, 0: none
+            bad = (region > 0) & (region != f.iter + 1)
             if m is not None:
                 bad &= m
             if np.any(bad):
-                other = int(region[bad].flat[0])
+                other = int(region[bad].flat[0]) - 1
                 raise err_unexpected_output_dependencies(
                     f"'{api}' writes {st.describe()}: iterations {other} and {f.iter} of an affine_range "
                     "loop write the same elements (use nl.sequential_range for a loop-carried write)")
-            sacc.put(marks, np.full(sacc.shape, f.iter, dtype=np.int32), m)
+            sacc.put(marks, np.full(sacc.shape, f.iter + 1, dtype=np.int32), m)
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, name: str, engine: str | None, cycles: float = 0.0, busy_ns: float | None = None,

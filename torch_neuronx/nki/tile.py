@@ -182,14 +182,18 @@ class Storage:
         """Flat side array (``'ready'`` / ``'read_done'`` times in ns), one value per storage element."""
         a = self.aux.get(kind)
         if a is None:
-            a = self.aux[kind] = np.full(self.data.size, fill, dtype=dtype)
+            # np.zeros leaves untouched pages unmapped: a large tile whose side array is written a
+            # block at a time costs only the blocks written (np.full would write every element)
+            a = self.aux[kind] = (np.zeros(self.data.size, dtype=dtype) if fill == 0
+                                  else np.full(self.data.size, fill, dtype=dtype))
         return a
 
     def marks_array(self, frame_id: int) -> np.ndarray:
-        """Flat iteration marks of affine loop ``frame_id`` (-1 = not written in that loop)."""
+        """Flat iteration marks of affine loop ``frame_id``: the iteration + 1 that wrote each element,
+        0 = not written in that loop (zeros, so that untouched pages of a large tile stay unmapped)."""
         m = self.marks.get(frame_id)
         if m is None:
-            m = self.marks[frame_id] = np.full(self.data.size, -1, dtype=np.int32)
+            m = self.marks[frame_id] = np.zeros(self.data.size, dtype=np.int32)
         return m
 
     def describe(self) -> str:
