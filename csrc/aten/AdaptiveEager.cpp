@@ -122,6 +122,8 @@ struct Kernel {
 
 struct Node {
   std::vector<int64_t> sig;
+  uint64_t hash = 0;      // of sig
+  Node* last = nullptr;   // the child found last (a trace mostly repeats): tried first
   std::vector<OutMeta> outs;
   std::unordered_multimap<uint64_t, Node*> children;
   std::unordered_map<const void*, int> variants;
@@ -733,9 +735,14 @@ bool prepare(const c10::OperatorHandle& op, const torch::jit::Stack& stack, Prep
 }
 
 Node* find_child(Node* parent, const Prepared& p) {
+  Node* last = parent->last;
+  if (last != nullptr && last->hash == p.hash && last->sig == p.sig) {
+    return last;
+  }
   auto range = parent->children.equal_range(p.hash);
   for (auto it = range.first; it != range.second; ++it) {
     if (it->second->sig == p.sig) {
+      parent->last = it->second;
       return it->second;
     }
   }
@@ -1426,6 +1433,7 @@ bool intercept(
   if (child == nullptr) {
     auto node = std::make_unique<Node>();
     node->sig = p.sig;
+    node->hash = p.hash;
     node->outs = std::move(metas);
     child = node.get();
     parent->children.emplace(p.hash, child);
@@ -1517,6 +1525,7 @@ void clear_cache() {
     }
   }
   g_root.children.clear();
+  g_root.last = nullptr;
   g_root.variants.clear();
   g_root.ends = 0;
   g_nodes.clear();
