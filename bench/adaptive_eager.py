@@ -4,8 +4,9 @@
 
 The Llama of ``bench/eager.py`` (hidden 256, 4 layers, vocab 2048), 24-token greedy decode from a
 1 x 32 prompt, ``neuron`` with adaptive eager execution on (``torch_neuronx.adaptive.set_enabled``)
-against the same model on CPU: the median time ratio over ``--repeats`` interleaved runs after the
-warm-up runs that record the traces and compile their kernels. It also prints the first decode's
+against the same model on CPU and on ``neuron`` op by op (adaptive eager off): the median times and
+ratios over ``--repeats`` interleaved runs of the three (their order rotating) after the warm-up runs
+that record the traces and compile their kernels. It also prints the first decode's
 extra time (recording plus compiling, against a later decode), the compile time reported by the
 metrics, the generated tokens' agreement with CPU, and the counters of the timed runs.
 
@@ -21,12 +22,13 @@ decode ratio is above the goal (0.90), the tokens differ, or logits or losses di
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 
 import torch
 import eager
-from eager import BATCH, LLAMA, NEW_TOKENS, PROMPT_LEN, SEQ, build_pair, compare, sync
+from eager import BATCH, LLAMA, NEW_TOKENS, PROMPT_LEN, SEQ, build_pair, sync, timed
 
 import torch_neuronx
 from torch_neuronx import adaptive
@@ -56,6 +58,39 @@ def train_and_logits(model: torch.nn.Module, ids: torch.Tensor, steps: int) -> t
         losses.append(loss.item())
         times.append(eager.CLOCK() - t0)
     return logits, losses, times
+
+
+def compare3(cpu_fn, dev_fn, device: torch.device, repeats: int) -> tuple[float, float, float, dict]:
+    """Median seconds of ``cpu_fn``, ``dev_fn`` op by op and ``dev_fn`` with adaptive eager on, over
+    ``repeats`` rounds that run each once (the order rotating by round), after one warm-up round.
+
+    Returns the three medians and the adaptive counters summed over the timed adaptive runs.
+    """
+    cpu = torch.device("cpu")
+
+    def cpu_run() -> float:
+        return timed(cpu_fn, cpu)
+
+    def op_by_op() -> float:
+        adaptive.set_enabled(False)
+        return timed(dev_fn, device)
+
+    def merged() -> float:
+        adaptive.set_enabled(True)
+        return timed(dev_fn, device)
+
+    runs = [cpu_run, op_by_op, merged]
+    for run in runs:
+        run()
+    adaptive.reset_adaptive_eager_metrics()
+    times: list[list[float]] = [[], [], []]
+    for i in range(repeats):
+        for k in range(3):
+            j = (i + k) % 3
+            times[j].append(runs[j]())
+    counters = dict(torch_neuronx.get_adaptive_eager_metrics())
+    adaptive.set_enabled(True)
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(times[2]), counters
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,10 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             first.append(clock() - t0)
         warm = torch_neuronx.get_adaptive_eager_metrics()
         same = bool(torch.equal(tokens.cpu(), expected)) and bool(torch.equal(reference, expected))
-        adaptive.reset_adaptive_eager_metrics()
-        t_cpu, t_dev = compare(run(cpu_model, prompt), run(dev_model, dprompt), device,
-                               args.repeats, warmup=1)
-        timed = torch_neuronx.get_adaptive_eager_metrics()
+        t_cpu, t_obo, t_dev, counters = compare3(run(cpu_model, prompt), run(dev_model, dprompt), device,
+                                                 args.repeats)
 
     # Forward logits and training losses, adaptive against op by op from the same weights.
     ids = torch.randint(3, LLAMA["vocab_size"], (BATCH, SEQ), generator=gen).to(device)
@@ -127,13 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"decode {NEW_TOKENS} tokens from a 1 x {PROMPT_LEN} prompt, Llama {LLAMA}")
     print(f"  cpu eager            {t_cpu * 1e3:9.1f} ms")
     print(f"  neuron adaptive      {t_dev * 1e3:9.1f} ms   ratio neuron/cpu = {ratio:.3f} (goal <= {GOAL})")
-    print(f"  neuron op by op      {op_by_op * 1e3:9.1f} ms   (one untimed-warm run, for scale)")
+    print(f"  neuron op by op      {t_obo * 1e3:9.1f} ms   ratio neuron/cpu = {t_obo / t_cpu:.3f} "
+          f"(first run {op_by_op * 1e3:.1f} ms)")
+    print(f"  adaptive / op by op  {t_dev / t_obo:.3f}")
     print(f"  warm-up decodes      {', '.join(f'{t * 1e3:.0f}' for t in first)} ms "
           f"(extra over a steady decode: {(sum(first) - 3 * steady):.2f} s)")
     print(f"  compile time         {warm['compile_time_s']:.2f} s in {warm['compiles']} kernels "
           f"({warm['compile_failures']} refused)")
     print(f"  tokens equal to CPU  {same}")
-    per_run = {k: (v / (args.repeats + 1) if isinstance(v, (int, float)) else v) for k, v in timed.items()}
+    per_run = {k: (v / args.repeats if isinstance(v, (int, float)) else v) for k, v in counters.items()}
     print("  counters per timed decode: " + ", ".join(
         f"{k}={per_run[k]:.0f}" for k in ("queued_ops", "recorded_ops", "merged_ops", "replayed_ops",
                                            "kernel_hits", "kernel_misses", "cut_ops", "flushes")))

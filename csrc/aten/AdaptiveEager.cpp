@@ -30,12 +30,14 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/utils/tensor_memoryformats.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <cstdio>
@@ -120,11 +122,87 @@ struct Kernel {
 
 struct Node {
   std::vector<int64_t> sig;
+  uint64_t hash = 0;      // of sig
+  Node* last = nullptr;   // the child found last (a trace mostly repeats): tried first
   std::vector<OutMeta> outs;
   std::unordered_multimap<uint64_t, Node*> children;
   std::unordered_map<const void*, int> variants;
   int ends = 0;
   std::unordered_map<std::string, Kernel> kernels;
+};
+
+// The recorder runs for every queued op, so its per-op state allocates
+// nothing once warm: small inline vectors, and containers that are cleared
+// (keeping their capacity) instead of rebuilt at each flush.
+
+// A map from addresses (StorageImpl*, TensorImpl*) to ints: open addressing
+// with linear probing in power-of-two arrays. clear() empties only the slots
+// used since the last clear, so a trace of n ops costs O(n) to forget.
+class PtrMap {
+ public:
+  // The value of `key`, or nullptr.
+  const int64_t* find(const void* key) const {
+    if (keys_.empty()) {
+      return nullptr;
+    }
+    for (size_t i = slot(key);; i = (i + 1) & mask_) {
+      if (keys_[i] == key) {
+        return &values_[i];
+      }
+      if (keys_[i] == nullptr) {
+        return nullptr;
+      }
+    }
+  }
+  bool contains(const void* key) const {
+    return find(key) != nullptr;
+  }
+  // Sets the value of `key` (inserting it when absent).
+  void put(const void* key, int64_t value) {
+    if ((used_.size() + 1) * 2 > keys_.size()) {
+      grow();
+    }
+    size_t i = slot(key);
+    for (; keys_[i] != nullptr && keys_[i] != key; i = (i + 1) & mask_) {
+    }
+    if (keys_[i] == nullptr) {
+      keys_[i] = key;
+      used_.push_back(static_cast<uint32_t>(i));
+    }
+    values_[i] = value;
+  }
+  void clear() {
+    for (uint32_t i : used_) {
+      keys_[i] = nullptr;
+    }
+    used_.clear();
+  }
+
+ private:
+  size_t slot(const void* key) const {
+    uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(key)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(h >> 32) & mask_;
+  }
+  void grow() {
+    std::vector<const void*> keys;
+    std::vector<int64_t> values;
+    keys.swap(keys_);
+    values.swap(values_);
+    const size_t size = std::max<size_t>(64, keys.size() * 2);
+    keys_.assign(size, nullptr);
+    values_.assign(size, 0);
+    mask_ = size - 1;
+    used_.clear();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != nullptr) {
+        put(keys[i], values[i]);
+      }
+    }
+  }
+  std::vector<const void*> keys_;
+  std::vector<int64_t> values_;
+  std::vector<uint32_t> used_;
+  size_t mask_ = 0;
 };
 
 // A tensor operand of a queued op: an external input (index into Trace::ext)
@@ -134,8 +212,8 @@ struct Ref {
   int node = -1;
   int out = -1;
   bool view = false;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  c10::SmallVector<int64_t, 5> sizes;
+  c10::SmallVector<int64_t, 5> strides;
   int64_t offset = 0;
 };
 
@@ -144,15 +222,20 @@ enum ArgKind : int { kPlain = 0, kTensor = 1, kTensorList = 2, kOptTensorList = 
 struct Arg {
   int kind = kPlain;
   c10::IValue plain;
-  std::vector<int> refs;  // -1: None / undefined
+  c10::SmallVector<int, 2> refs;  // -1: None / undefined
 };
+
+using Args = c10::SmallVector<Arg, 6>;
 
 struct Node;
 struct Queued {
   c10::OperatorHandle op;
   Node* node;
-  std::vector<Arg> args;
-  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> outs;
+  Args args;
+  // Weak references: they also keep the addresses of produced storages from
+  // being reused by other storages while the trace lives (ext holds its
+  // tensors strongly), so the address maps below stay right.
+  c10::SmallVector<c10::weak_intrusive_ptr<c10::StorageImpl>, 2> outs;
 };
 
 enum class Mode { Empty, Hit, Record };
@@ -163,14 +246,28 @@ struct Trace {
   Node* at = nullptr;
   std::vector<Queued> ops;
   std::vector<at::Tensor> ext;
-  std::unordered_map<const c10::TensorImpl*, int> ext_index;
-  std::unordered_set<const c10::StorageImpl*> ext_storages;  // read by queued ops
+  PtrMap ext_index;     // TensorImpl* -> index into ext
+  PtrMap ext_storages;  // StorageImpl* read by queued ops -> 1
   std::vector<Ref> refs;
-  std::unordered_map<const c10::StorageImpl*, std::pair<int, int>> produced;
-  // Weak references keep the addresses of produced storages from being reused
-  // by other storages while the trace lives (ext holds its tensors strongly).
-  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> keep;
+  PtrMap produced;      // StorageImpl* -> node << 32 | result
+
+  // Empties the trace, keeping the containers' memory for the next one.
+  void clear() {
+    mode = Mode::Empty;
+    device = -1;
+    at = nullptr;
+    ops.clear();
+    ext.clear();
+    ext_index.clear();
+    ext_storages.clear();
+    refs.clear();
+    produced.clear();
+  }
 };
+
+int64_t pack(int node, int out) {
+  return (static_cast<int64_t>(node) << 32) | static_cast<uint32_t>(out);
+}
 
 // A tensor operand classified before the trace is changed.
 struct PendingRef {
@@ -179,14 +276,32 @@ struct PendingRef {
   at::Tensor tensor;
 };
 
+using StorageSet = c10::SmallVector<const c10::StorageImpl*, 8>;
+
+bool contains(const StorageSet& set, const c10::StorageImpl* s) {
+  return std::find(set.begin(), set.end(), s) != set.end();
+}
+
+// One op classified against the trace. One instance is reused for every op
+// (under the recorder's lock), so its vectors keep their memory.
 struct Prepared {
   std::vector<int64_t> sig;
   uint64_t hash = 0;
-  std::vector<Arg> args;  // refs index into `refs` until committed
+  Args args;  // refs index into `refs` until committed
   std::vector<PendingRef> refs;
-  std::unordered_set<const c10::StorageImpl*> input_storages;
-  std::vector<at::Tensor> out_args;  // out= tensors of an out variant, in order
+  StorageSet input_storages;
+  c10::SmallVector<at::Tensor, 2> out_args;  // out= tensors of an out variant, in order
   c10::DeviceIndex device = -1;
+
+  void clear() {
+    sig.clear();
+    hash = 0;
+    args.clear();
+    refs.clear();
+    input_storages.clear();
+    out_args.clear();
+    device = -1;
+  }
 };
 
 struct Stats {
@@ -381,22 +496,26 @@ bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
     return false;
   }
   const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
-  p.input_storages.insert(si);
+  if (!contains(p.input_storages, si)) {
+    p.input_storages.push_back(si);
+  }
   PendingRef pr;
-  auto it = g_trace.produced.find(si);
-  if (it != g_trace.produced.end()) {
-    pr.ref.node = it->second.first;
-    pr.ref.out = it->second.second;
-    pr.ref.sizes = t.sizes().vec();
-    pr.ref.strides = t.strides().vec();
+  if (const int64_t* produced = g_trace.produced.find(si)) {
+    pr.ref.node = static_cast<int>(*produced >> 32);
+    pr.ref.out = static_cast<int>(*produced & 0xffffffff);
     pr.ref.offset = t.storage_offset();
     const OutMeta& om = g_trace.ops[pr.ref.node].node->outs[pr.ref.out];
     if (om.dtype != t.scalar_type()) {
       return false;  // a dtype view of a queued result
     }
-    pr.ref.view = !(om.sizes == pr.ref.sizes && om.strides == pr.ref.strides && om.offset == pr.ref.offset);
+    pr.ref.view = !(c10::IntArrayRef(om.sizes) == t.sizes() && c10::IntArrayRef(om.strides) == t.strides() &&
+                    om.offset == pr.ref.offset);
     if (pr.ref.view && (om.offset != 0 || !contiguous(om) || !g_views)) {
       return false;  // a view of a non-contiguous result: its layout inside a kernel may differ
+    }
+    if (pr.ref.view) {
+      pr.ref.sizes.assign(t.sizes().begin(), t.sizes().end());
+      pr.ref.strides.assign(t.strides().begin(), t.strides().end());
     }
     p.sig.push_back(kTagOut);
     p.sig.push_back(pr.ref.node);
@@ -407,10 +526,10 @@ bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
     if (t.storage().data() == nullptr && t.storage().nbytes() > 0) {
       return false;  // memory that no flush will fill: never read it
     }
-    auto found = g_trace.ext_index.find(t.unsafeGetTensorImpl());
+    const int64_t* found = g_trace.ext_index.find(t.unsafeGetTensorImpl());
     int index_ext = -1;
-    if (found != g_trace.ext_index.end()) {
-      index_ext = found->second;
+    if (found != nullptr) {
+      index_ext = static_cast<int>(*found);
     } else {
       int fresh = static_cast<int>(g_trace.ext.size());
       for (const auto& other : p.refs) {
@@ -519,7 +638,7 @@ bool describe_out_arg(const at::Tensor& t, Prepared& p) {
     return false;
   }
   const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
-  if (p.input_storages.count(si) != 0 || g_trace.produced.count(si) != 0 ||
+  if (contains(p.input_storages, si) || g_trace.produced.contains(si) ||
       (t.storage().data() == nullptr && t.storage().nbytes() > 0)) {
     return false;
   }
@@ -539,7 +658,6 @@ bool prepare(const c10::OperatorHandle& op, const torch::jit::Stack& stack, Prep
   const auto& args = op.schema().arguments();
   const size_t begin = stack.size() - args.size();
   p.sig.push_back(reinterpret_cast<int64_t>(&op.schema()));
-  p.args.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = stack[begin + i];
     Arg a;
@@ -617,9 +735,14 @@ bool prepare(const c10::OperatorHandle& op, const torch::jit::Stack& stack, Prep
 }
 
 Node* find_child(Node* parent, const Prepared& p) {
+  Node* last = parent->last;
+  if (last != nullptr && last->hash == p.hash && last->sig == p.sig) {
+    return last;
+  }
   auto range = parent->children.equal_range(p.hash);
   for (auto it = range.first; it != range.second; ++it) {
     if (it->second->sig == p.sig) {
+      parent->last = it->second;
       return it->second;
     }
   }
@@ -627,23 +750,22 @@ Node* find_child(Node* parent, const Prepared& p) {
 }
 
 // Moves a Prepared's new external inputs and refs into the trace.
-void commit(Prepared& p, std::vector<Arg>& args_out) {
-  std::vector<int> ids(p.refs.size());
-  for (size_t i = 0; i < p.refs.size(); ++i) {
-    PendingRef& pr = p.refs[i];
-    if (pr.new_ext != nullptr && g_trace.ext_index.find(pr.new_ext) == g_trace.ext_index.end()) {
+void commit(Prepared& p, Args& args_out) {
+  // The refs of p are appended in order, so ref i of p becomes ref first + i.
+  const int first = static_cast<int>(g_trace.refs.size());
+  for (PendingRef& pr : p.refs) {
+    if (pr.new_ext != nullptr && !g_trace.ext_index.contains(pr.new_ext)) {
       TORCH_INTERNAL_ASSERT(pr.ref.ext == static_cast<int>(g_trace.ext.size()));
-      g_trace.ext_index.emplace(pr.new_ext, pr.ref.ext);
-      g_trace.ext_storages.insert(pr.tensor.storage().unsafeGetStorageImpl());
+      g_trace.ext_index.put(pr.new_ext, pr.ref.ext);
+      g_trace.ext_storages.put(pr.tensor.storage().unsafeGetStorageImpl(), 1);
       g_trace.ext.push_back(pr.tensor);
     }
-    ids[i] = static_cast<int>(g_trace.refs.size());
     g_trace.refs.push_back(std::move(pr.ref));
   }
   for (Arg& a : p.args) {
     for (int& r : a.refs) {
       if (r >= 0) {
-        r = ids[r];
+        r += first;
       }
     }
   }
@@ -674,12 +796,12 @@ at::Tensor make_pending(const OutMeta& m, c10::DeviceIndex device) {
   return t;
 }
 
-void register_outputs(int node_index, const std::vector<at::Tensor>& outs, Queued& q) {
+template <typename Tensors>
+void register_outputs(int node_index, const Tensors& outs, Queued& q) {
   for (size_t j = 0; j < outs.size(); ++j) {
     const c10::Storage& s = outs[j].storage();
-    g_trace.produced[s.unsafeGetStorageImpl()] = {node_index, static_cast<int>(j)};
+    g_trace.produced.put(s.unsafeGetStorageImpl(), pack(node_index, static_cast<int>(j)));
     q.outs.push_back(s.getWeakStorageImpl());
-    g_trace.keep.push_back(s.getWeakStorageImpl());
   }
 }
 
@@ -734,13 +856,16 @@ struct Live {
 };
 
 void fill_all(const std::vector<Live>& live, const std::vector<at::Tensor>& results) {
-  std::unordered_map<const c10::StorageImpl*, int> uses;
+  std::vector<const c10::StorageImpl*> storages;
+  storages.reserve(results.size());
   for (const at::Tensor& r : results) {
-    uses[r.storage().unsafeGetStorageImpl()]++;
+    storages.push_back(r.storage().unsafeGetStorageImpl());
   }
+  std::sort(storages.begin(), storages.end());
   for (size_t i = 0; i < live.size(); ++i) {
     const OutMeta& m = g_trace.ops[live[i].node].node->outs[live[i].out];
-    const bool shared = uses[results[i].storage().unsafeGetStorageImpl()] > 1;
+    const auto range = std::equal_range(storages.begin(), storages.end(), results[i].storage().unsafeGetStorageImpl());
+    const bool shared = range.second - range.first > 1;
     fill(live[i].storage.get(), m, results[i], shared, g_trace.device);
   }
 }
@@ -810,7 +935,8 @@ py::tuple describe_trace(const std::vector<Live>& live) {
     if (r.ext >= 0) {
       refs.append(py::make_tuple("ext", r.ext));
     } else {
-      refs.append(py::make_tuple("out", r.node, r.out, r.view, r.sizes, r.strides, r.offset));
+      refs.append(py::make_tuple("out", r.node, r.out, r.view, std::vector<int64_t>(r.sizes.begin(), r.sizes.end()),
+                                 std::vector<int64_t>(r.strides.begin(), r.strides.end()), r.offset));
     }
   }
   py::list inputs;
@@ -884,7 +1010,10 @@ bool run_kernel(Kernel& kernel, const std::vector<Live>& live) {
     try {
       py::list inputs;
       for (const at::Tensor& t : g_trace.ext) {
-        inputs.append(py::cast(cpu_alias(t)));
+        // The read-alias cache's alias (the same weights every decode step):
+        // its Python object is kept with it, so neither is made again. The
+        // generated code reads and writes the bytes, never the metadata.
+        inputs.append(py::cast(cached_read_alias(t)));
       }
       RouteAllocationsTo route(g_trace.device);
       py::object out = py::reinterpret_borrow<py::object>(kernel.fn)(inputs);
@@ -1082,7 +1211,7 @@ void flush_locked() {
   Bypass bypass;
   struct Reset {
     ~Reset() {
-      g_trace = Trace();
+      g_trace.clear();
       g_pending.store(false, std::memory_order_release);
     }
   } reset;
@@ -1108,7 +1237,7 @@ void cut(const c10::OperatorHandle* op = nullptr, const char* why = "") {
   }
 }
 
-bool valid_result(const c10::IValue& v, const Prepared& p, std::unordered_set<const c10::StorageImpl*>& seen) {
+bool valid_result(const c10::IValue& v, const Prepared& p, StorageSet& seen) {
   if (!v.isTensor()) {
     return false;
   }
@@ -1122,9 +1251,10 @@ bool valid_result(const c10::IValue& v, const Prepared& p, std::unordered_set<co
   if (t.storage().data() == nullptr && t.storage().nbytes() > 0) {
     return false;
   }
-  if (p.input_storages.count(si) != 0 || !seen.insert(si).second) {
+  if (contains(p.input_storages, si) || contains(seen, si)) {
     return false;  // a result sharing memory with an operand or another result
   }
+  seen.push_back(si);
   return true;
 }
 
@@ -1139,7 +1269,7 @@ bool touches_trace(const c10::OperatorHandle& op, const torch::jit::Stack& stack
   auto check = [&](const at::Tensor& t) {
     if (t.defined() && t.device().type() == kNeuron && t.has_storage()) {
       const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
-      touches = touches || g_trace.produced.count(si) != 0 || g_trace.ext_storages.count(si) != 0;
+      touches = touches || g_trace.produced.contains(si) || g_trace.ext_storages.contains(si);
     } else if (t.defined() && t.device().type() == kNeuron) {
       touches = true;  // no storage to compare: assume it does
     }
@@ -1188,7 +1318,15 @@ bool intercept(
     }
     return false;
   }
-  Prepared p;
+  static Prepared prepared;  // reused under the lock: its vectors keep their memory
+  Prepared& p = prepared;
+  p.clear();
+  struct Release {  // drops the operands p holds when the op is done (not at the next op)
+    Prepared& p;
+    ~Release() {
+      p.clear();
+    }
+  } release{p};
   if (!prepare(op, *stack, p, policy)) {
     if (g_trace.mode != Mode::Empty && touches_trace(op, *stack)) {
       cut(&op, "operands");
@@ -1198,7 +1336,7 @@ bool intercept(
   if (g_trace.mode != Mode::Empty &&
       (p.device != g_trace.device || g_trace.ops.size() >= kMaxTraceOps)) {
     flush_locked();
-    p = Prepared();
+    p.clear();
     if (!prepare(op, *stack, p, policy)) {
       return false;
     }
@@ -1208,7 +1346,7 @@ bool intercept(
   if (g_trace.mode == Mode::Hit && child == nullptr) {
     // A sequence not seen before: run what is queued, start again from here.
     flush_locked();
-    p = Prepared();
+    p.clear();
     if (!prepare(op, *stack, p, policy)) {
       return false;
     }
@@ -1218,15 +1356,14 @@ bool intercept(
   const size_t num_args = op.schema().arguments().size();
   if (g_trace.mode != Mode::Record && child != nullptr) {
     // Seen before: queue it, with results whose memory the flush provides.
-    std::vector<Arg> args;
+    Args args;
     commit(p, args);
     g_trace.mode = Mode::Hit;
     g_trace.device = p.device;
     g_trace.at = child;
     const int index = static_cast<int>(g_trace.ops.size());
     g_trace.ops.push_back(Queued{op, child, std::move(args), {}});
-    std::vector<at::Tensor> outs;
-    outs.reserve(child->outs.size());
+    c10::SmallVector<at::Tensor, 2> outs;
     if (policy == kOutVariant) {
       outs = p.out_args;  // written at the flush
     } else {
@@ -1263,7 +1400,7 @@ bool intercept(
   const size_t num_returns = op.schema().returns().size();
   std::vector<at::Tensor> outs;
   std::vector<OutMeta> metas;
-  std::unordered_set<const c10::StorageImpl*> seen;
+  StorageSet seen;
   bool ok = stack->size() >= num_returns;
   for (size_t i = 0; ok && i < num_returns; ++i) {
     const c10::IValue& v = (*stack)[stack->size() - num_returns + i];
@@ -1296,13 +1433,14 @@ bool intercept(
   if (child == nullptr) {
     auto node = std::make_unique<Node>();
     node->sig = p.sig;
+    node->hash = p.hash;
     node->outs = std::move(metas);
     child = node.get();
     parent->children.emplace(p.hash, child);
     parent->variants[&op.schema()]++;
     g_nodes.push_back(std::move(node));
   }
-  std::vector<Arg> args;
+  Args args;
   commit(p, args);
   g_trace.mode = Mode::Record;
   g_trace.device = p.device;
@@ -1387,6 +1525,7 @@ void clear_cache() {
     }
   }
   g_root.children.clear();
+  g_root.last = nullptr;
   g_root.variants.clear();
   g_root.ends = 0;
   g_nodes.clear();

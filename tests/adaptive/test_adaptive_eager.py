@@ -132,6 +132,29 @@ def test_a_failing_compile_runs_op_by_op_with_the_right_values(on):
         torch.testing.assert_close(r, chain(x, w), atol=TOL, rtol=0)
 
 
+def test_warnings_of_a_compile_do_not_reach_the_op_that_cut_the_merge(on, monkeypatch):
+    import warnings
+
+    from torch_neuronx.adaptive import compiler
+
+    real = compiler.compile_trace
+
+    def warning_compile(description):
+        warnings.warn("an import inside Inductor is deprecated", DeprecationWarning, stacklevel=1)
+        return real(description)
+
+    monkeypatch.setattr(compiler, "compile_trace", warning_compile)
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        results = [chain(x.to("neuron"), w.to("neuron")).cpu() for _ in range(3)]
+    assert metrics()["compiles"] == 1 and metrics()["kernel_hits"] == 2
+    assert [str(w.message) for w in seen] == []
+    for r in results:
+        torch.testing.assert_close(r, chain(x, w), atol=TOL, rtol=0)
+
+
 def test_flag_off_queues_nothing():
     previous = adaptive.enabled()
     adaptive.set_enabled(False)

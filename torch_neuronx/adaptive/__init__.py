@@ -24,9 +24,14 @@ __all__ = ["AdaptiveEagerMetrics", "clear_cache", "enabled", "flush", "get_adapt
 
 
 def _compile(description: Any) -> Any:
-    from .compiler import compile_trace
+    # A compile runs inside whatever op cut the merge: the warnings of importing and running Inductor
+    # (deprecations of modules it imports, its fake-tensor passes) are not the op's, so the caller never
+    # sees them (a compile that fails is reported by last_compile_error()).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from .compiler import compile_trace
 
-    return compile_trace(description)
+        return compile_trace(description)
 
 
 def install() -> None:

@@ -27,8 +27,10 @@ Description = tuple[list[Any], list[Any], list[Any], list[Any]]
 
 #: Inductor settings of merged kernels. One thread: the merged runs of eager ops are small (a decode
 #: step's few hundred ops on vectors), where OpenMP's fork/join costs more than the loops (measured:
-#: 25-40 ms per kernel call on a loaded 2-core machine with OpenMP, well under 1 ms without).
-INDUCTOR_CONFIG: dict[str, Any] = {"cpp.threads": 1}
+#: 25-40 ms per kernel call on a loaded 2-core machine with OpenMP, well under 1 ms without). No size
+#: asserts: a kernel is looked up by its inputs' exact sizes, strides, dtypes and alignment class, so
+#: the generated code's per-input checks (Python calls at every run) could never fail.
+INDUCTOR_CONFIG: dict[str, Any] = {"cpp.threads": 1, "size_asserts": False}
 
 
 class TraceCompileError(RuntimeError):
