@@ -137,6 +137,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self._desc = ""
         self._coalesced: list[NeuronWork] | None = None
         self._owns_heartbeat = False
+        # The group's device type, as c10d records it for gloo ("cpu") and NCCL ("cuda"). c10d
+        # returns a Python ProcessGroup from the creator as it is, without registering a device,
+        # so ``_device_types`` would stay empty and everything that asks the group for its device
+        # (``_get_pg_default_device``: FSDP's sharded and optimizer state dicts, the distributed
+        # checkpoint planners, ``set_model_state_dict(broadcast_from_rank0=True)``; the object
+        # collectives) would fail or fall back to the CPU. Only the type is recorded (no backend
+        # object: PyTorch cannot build one in Python); collectives keep coming to the methods below.
+        self._register_backend(torch.device(BACKEND_NAME), dist.ProcessGroup.BackendType.CUSTOM, None)
 
     # ----------------------------------------------------------------- identity
     def getBackendName(self) -> str:  # noqa: N802  (C++ virtual name)
