@@ -151,6 +151,9 @@ def test_generic_spec_keeps_one_stage_of_each_kind():
             pass
 
     assert generic.fewer_stages(Distinct, generic.generic_init(Distinct)) is None
+    # VidTok has no channel list: its channel multipliers give the stages (released [1, 2, 4, 4]).
+    assert generic.fewer_stages(diffusers.AutoencoderVidTok,
+                                generic.generic_init(diffusers.AutoencoderVidTok))["ch_mult"] == [1, 4]
     # CogVideoX's VAE: four stages of one down/up block type -> two stages, both block types kept.
     cls = diffusers.AutoencoderKLCogVideoX
     full = generic.generic_init(cls)

@@ -39,6 +39,9 @@ _TEXT = re.compile(r"^(joint_attention_dim|text_dim|text_embed_dim|cross_attenti
                    r"|context_dim|text_emb_dim|condition_dim|global_cond_dim|conditioning_dim"
                    r"|cross_attention_dim_t5|cross_attention_input_dim|global_states_input_dim)$")
 _CHANNEL_LIST = re.compile(r"(block_out_channels|_channels_list|hidden_channels_list|stage_channels)$")
+#: Per-stage channel multipliers of classes without a channel list (VidTok's ``ch_mult``): their length is
+#: the number of stages (read by :func:`fewer_stages` only; their values are kept).
+_STAGE_MULT = re.compile(r"^(ch_mult|dim_mult|channel_mult|channels_mult)$")
 _BASE_CHANNELS = re.compile(r"^(base_dim|decoder_base_dim|ch|channels|base_channels|hidden_channels|encoder_dim"
                             r"|decoder_dim|encoder_channels|num_filters|decoder_channels|encoder_hidden_size)$")
 _GROUPS = re.compile(r"(norm_num_groups|groups|num_groups)$")
@@ -327,9 +330,10 @@ def fewer_stages(cls: type, init: dict[str, Any]) -> dict[str, Any] | None:
     None when nothing can be cut.
 
     The per-stage lists are those as long as the class's channel list (:data:`_CHANNEL_LIST`, e.g.
-    ``block_out_channels``) holding ints, bools, strings or tuples: channel lists, block types,
-    per-stage flags, counts, heads and attention scales (rotary axis lists excepted). A stage's kind is
-    the tuple of its values in every per-stage list but the channel lists; the first stage of each kind
+    ``block_out_channels``, or a channel multiplier list, :data:`_STAGE_MULT`) holding ints, bools,
+    strings or tuples: channel lists, block types, per-stage flags, counts, heads and attention scales
+    (rotary axis lists excepted). A stage's kind is the tuple of its values in every per-stage list but
+    the channel lists and multipliers; the first stage of each kind
     is kept, and the first and the last stage always (a last stage has no down-sampler). The kept set
     is made symmetric (stage ``i`` with ``n - 1 - i``), so lists that a class reads in reverse
     (``up_block_types``) keep the same stages. A VAE released with four stages of one down-sampling
@@ -339,7 +343,9 @@ def fewer_stages(cls: type, init: dict[str, Any]) -> dict[str, Any] | None:
     merged = {k: p.default for k, p in params.items()
               if k != "self" and p.default is not inspect.Parameter.empty}
     merged.update(init)
-    lengths = {len(v) for k, v in merged.items() if _CHANNEL_LIST.search(k) and _int_list(v)}
+    stage_lists = [k for k, v in merged.items()
+                   if (_CHANNEL_LIST.search(k) or _STAGE_MULT.search(k)) and _int_list(v)]
+    lengths = {len(merged[k]) for k in stage_lists}
     if len(lengths) != 1:
         return None
     n = lengths.pop()
@@ -348,7 +354,7 @@ def fewer_stages(cls: type, init: dict[str, Any]) -> dict[str, Any] | None:
     per_stage = {k: v for k, v in merged.items()
                  if isinstance(v, (list, tuple)) and len(v) == n and not _ROPE_AXES.search(k)
                  and all(isinstance(x, (int, str, tuple)) for x in v)}
-    kinds = [tuple(v[i] for k, v in per_stage.items() if not _CHANNEL_LIST.search(k)) for i in range(n)]
+    kinds = [tuple(v[i] for k, v in per_stage.items() if k not in stage_lists) for i in range(n)]
     keep = {0, n - 1} | {kinds.index(kind) for kind in kinds}
     keep |= {n - 1 - i for i in keep}
     if len(keep) == n:
