@@ -47,6 +47,19 @@ def test_check_architecture_passes_llama_and_can_fail():
         check_architecture("llama", checks=("generate",), atol=-1.0)
 
 
+def test_compiled_check_covers_prefill_and_a_reused_decode_graph():
+    """The compiled static-cache check generates 3 tokens by default: the prefill, a decode step that
+    compiles and one that must reuse its graph (Llama: one graph, no recompile note), against the CPU's
+    eager static-cache tokens."""
+    import inspect
+
+    assert inspect.signature(check_architecture).parameters["compiled_tokens"].default == 3
+    report = check_architecture("llama", checks=("compiled",))
+    outcome = report.outcomes["compiled"]
+    assert outcome.status == PASS and outcome.max_diff is not None and outcome.max_diff <= 1e-3, outcome
+    assert outcome.reason == ""  # a recompile would be noted: "N graphs for 2 decode steps; ..."
+
+
 def test_comparisons_fail_on_a_logit_or_token_difference():
     """The comparison is real: 2e-3 on one logit, or one different token, fails the check."""
     import torch

@@ -4,6 +4,7 @@ command writes one table per family. The full run of every entry is recorded in 
 from __future__ import annotations
 
 import csv
+import inspect
 import os
 import subprocess
 import sys
@@ -120,6 +121,53 @@ def test_generic_vae_forward_uses_the_posterior_mean():
     assert inputs["sample_posterior"] is False
     report = diffusers_models.check_entry("AutoencoderVidTok", checks=("forward",))
     assert report.outcomes["forward"].status == PASS, report.outcomes["forward"]
+
+
+def test_generic_spec_keeps_one_stage_of_each_kind():
+    """A generic spec of a class released with more stages than kinds of stage gets the stages that run
+    each kind once (the first, the last, the first of each distinct kind, mirrored), every per-stage
+    list cut alike; a class whose stages all differ keeps them. The reduced model still runs on the CPU
+    and its output depends on its input."""
+    import diffusers
+    import torch
+
+    from torch_neuronx.model_coverage import diffusers_generic as generic
+
+    class Staged:  # a stand-in class: only its __init__ signature is read
+        def __init__(self, block_out_channels=(128, 256, 512, 512, 1024),
+                     down_block_types=("A", "B", "B", "B", "C"), up_block_types=("C", "B", "B", "B", "A"),
+                     scaling=(True, True, True, True, False), axes_dims_rope=(8, 8, 16, 16, 16), layers=2):
+            pass
+
+    cut = generic.fewer_stages(Staged, generic.generic_init(Staged))
+    assert cut is not None
+    # kinds: stage 0 (A), 1 (B), 4 (C, no scaling) and, mirrored, 3: four of five stages.
+    assert cut["down_block_types"] == ("A", "B", "B", "C") and cut["up_block_types"] == ("C", "B", "B", "A")
+    assert cut["block_out_channels"] == (16, 32, 64, 128) and cut["scaling"] == (True, True, True, False)
+    assert cut["axes_dims_rope"] == (8, 8, 16, 16, 16) and cut["layers"] == 1  # rotary axes: not stages
+
+    class Distinct:
+        def __init__(self, block_out_channels=(64, 128, 256), down_block_types=("A", "B", "C")):
+            pass
+
+    assert generic.fewer_stages(Distinct, generic.generic_init(Distinct)) is None
+    # VidTok has no channel list: its channel multipliers give the stages (released [1, 2, 4, 4]).
+    assert generic.fewer_stages(diffusers.AutoencoderVidTok,
+                                generic.generic_init(diffusers.AutoencoderVidTok))["ch_mult"] == [1, 4]
+    # CogVideoX's VAE: four stages of one down/up block type -> two stages, both block types kept.
+    cls = diffusers.AutoencoderKLCogVideoX
+    full = generic.generic_init(cls)
+    spec = next(generic.generic_specs(cls))
+    assert len(spec["block_out_channels"]) == 2 < len(full["block_out_channels"])
+    released = dict(inspect.signature(cls.__init__).parameters)
+    for key in ("down_block_types", "up_block_types"):
+        assert set(spec[key]) == set(released[key].default)
+    model, inputs = diffusers_models.generic_model_and_inputs("AutoencoderKLCogVideoX")
+    assert len(model.encoder.down_blocks) == 2
+    with torch.no_grad():
+        out = diffusers_models.forward(model, inputs)
+        other = diffusers_models.forward(model, {**inputs, "sample": inputs["sample"] + 1})
+    assert torch.isfinite(out).all() and not torch.allclose(out, other)
 
 
 def test_generic_builder_rules_reach_more_classes():

@@ -3,7 +3,8 @@
 :func:`generic_init` reads the class's ``__init__`` defaults (the released sizes) and scales them down
 by the parameter's name: depths and block counts to 1, heads to 2, head sizes to ≤ 32 (rotary axis
 lists rescaled to the new head size, each axis even), model widths to 64, feed-forward widths to 128,
-text/conditioning widths to 32, per-stage channel lists to start at 16, group-norm groups to ≤ 8.
+text/conditioning widths to 32, per-stage channel lists to start at 16, group-norm groups to ≤ 8;
+:func:`fewer_stages` then keeps one stage of each kind (a variant tried before the released stage count).
 :data:`MAX_PARAMS` bounds the result (counted on the meta device first).
 Everything else (input channels, patch sizes, flags, vocabularies) keeps the class's default.
 
@@ -38,6 +39,9 @@ _TEXT = re.compile(r"^(joint_attention_dim|text_dim|text_embed_dim|cross_attenti
                    r"|context_dim|text_emb_dim|condition_dim|global_cond_dim|conditioning_dim"
                    r"|cross_attention_dim_t5|cross_attention_input_dim|global_states_input_dim)$")
 _CHANNEL_LIST = re.compile(r"(block_out_channels|_channels_list|hidden_channels_list|stage_channels)$")
+#: Per-stage channel multipliers of classes without a channel list (VidTok's ``ch_mult``): their length is
+#: the number of stages (read by :func:`fewer_stages` only; their values are kept).
+_STAGE_MULT = re.compile(r"^(ch_mult|dim_mult|channel_mult|channels_mult)$")
 _BASE_CHANNELS = re.compile(r"^(base_dim|decoder_base_dim|ch|channels|base_channels|hidden_channels|encoder_dim"
                             r"|decoder_dim|encoder_channels|num_filters|decoder_channels|encoder_hidden_size)$")
 _GROUPS = re.compile(r"(norm_num_groups|groups|num_groups)$")
@@ -321,10 +325,49 @@ def generic_inputs(model: Any, init: dict[str, Any], seed: int = 0) -> dict[str,
 CHANNEL_FLOORS = (16, 32, 8)
 
 
+def fewer_stages(cls: type, init: dict[str, Any]) -> dict[str, Any] | None:
+    """``init`` with every per-stage list cut to the stages that still run each kind of stage once, or
+    None when nothing can be cut.
+
+    The per-stage lists are those as long as the class's channel list (:data:`_CHANNEL_LIST`, e.g.
+    ``block_out_channels``, or a channel multiplier list, :data:`_STAGE_MULT`) holding ints, bools,
+    strings or tuples: channel lists, block types, per-stage flags, counts, heads and attention scales
+    (rotary axis lists excepted). A stage's kind is the tuple of its values in every per-stage list but
+    the channel lists and multipliers; the first stage of each kind
+    is kept, and the first and the last stage always (a last stage has no down-sampler). The kept set
+    is made symmetric (stage ``i`` with ``n - 1 - i``), so lists that a class reads in reverse
+    (``up_block_types``) keep the same stages. A VAE released with four stages of one down-sampling
+    block is checked with two: every block type, the down- and up-sampling paths and the stage
+    without a sampler still run, with about half its kernels to compile."""
+    params = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    merged = {k: p.default for k, p in params.items()
+              if k != "self" and p.default is not inspect.Parameter.empty}
+    merged.update(init)
+    stage_lists = [k for k, v in merged.items()
+                   if (_CHANNEL_LIST.search(k) or _STAGE_MULT.search(k)) and _int_list(v)]
+    lengths = {len(merged[k]) for k in stage_lists}
+    if len(lengths) != 1:
+        return None
+    n = lengths.pop()
+    if n <= 2:
+        return None
+    per_stage = {k: v for k, v in merged.items()
+                 if isinstance(v, (list, tuple)) and len(v) == n and not _ROPE_AXES.search(k)
+                 and all(isinstance(x, (int, str, tuple)) for x in v)}
+    kinds = [tuple(v[i] for k, v in per_stage.items() if k not in stage_lists) for i in range(n)]
+    keep = {0, n - 1} | {kinds.index(kind) for kind in kinds}
+    keep |= {n - 1 - i for i in keep}
+    if len(keep) == n:
+        return None
+    order = sorted(keep)
+    return {**init, **{k: type(v)(v[i] for i in order) for k, v in per_stage.items()}}
+
+
 def generic_specs(cls: type) -> Iterator[dict[str, Any]]:
     """The :func:`generic_init` variants of ``cls`` that construct and pass :func:`check_size` (built on
     the meta device: no memory, no time), in the order to try: each of :data:`CHANNEL_FLOORS`, without
-    then with ``small_samples``; each distinct variant once.
+    then with ``small_samples``, each first with :func:`fewer_stages` (when it cuts any) then with the
+    released number of stages; each distinct variant once.
 
     Raises:
         TypeError, ValueError, ...: the first variant's error when none constructs.
@@ -335,16 +378,21 @@ def generic_specs(cls: type) -> Iterator[dict[str, Any]]:
     for channels in CHANNEL_FLOORS:
         for small_samples in (False, True):
             try:
-                init = generic_init(cls, channels, small_samples)
-                if init in seen:
-                    continue
-                seen.append(init)
-                check_size(cls, init)
+                full = generic_init(cls, channels, small_samples)
             except Exception as err:  # noqa: BLE001 - the next variant
                 first = first or err
                 continue
-            built += 1
-            yield init
+            for init in (fewer_stages(cls, full), full):
+                if init is None or init in seen:
+                    continue
+                seen.append(init)
+                try:
+                    check_size(cls, init)
+                except Exception as err:  # noqa: BLE001 - the next variant
+                    first = first or err
+                    continue
+                built += 1
+                yield init
     if not built:
         assert first is not None  # every variant raised
         raise first
