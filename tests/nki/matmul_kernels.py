@@ -79,6 +79,15 @@ def matmul_hoisted(lhsT, rhs):
     return result
 
 
+def _load_tile_block(tiles, src, block, tiles_in_block, k_tiles, width):
+    """Loads column block ``block`` of ``src`` ([K, cols] in HBM) into ``tiles`` ([tiles_in_block, k_tiles,
+    TILE_K, width] in SBUF), one [TILE_K, width] tile per transfer, as AWS's tutorial kernel does."""
+    for b in nl.affine_range(tiles_in_block):
+        for k in nl.affine_range(k_tiles):
+            c0 = (block * tiles_in_block + b) * width
+            tiles[b, k] = nl.load(src[k * TILE_K:(k + 1) * TILE_K, c0:c0 + width])
+
+
 @nki.jit
 def matmul_blocked_free(lhsT, rhs, tiles_in_block_m=2, tiles_in_block_n=2):
     """Step 3: blocks of 2 M tiles x 2 N tiles share their loads (rhs read M/256 times, not M/128).
@@ -91,16 +100,10 @@ def matmul_blocked_free(lhsT, rhs, tiles_in_block_m=2, tiles_in_block_n=2):
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for m in nl.affine_range(M // (TILE_M * BM)):
         a_tiles = nl.ndarray((BM, KT, nl.par_dim(TILE_K), TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-        for bm in nl.affine_range(BM):
-            for k in nl.affine_range(KT):
-                c0 = (m * BM + bm) * TILE_M
-                a_tiles[bm, k] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, c0:c0 + TILE_M])
+        _load_tile_block(a_tiles, lhsT, m, BM, KT, TILE_M)
         for n in nl.affine_range(N // (TILE_N * BN)):
             b_tiles = nl.ndarray((BN, KT, nl.par_dim(TILE_K), TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-            for bn in nl.affine_range(BN):
-                for k in nl.affine_range(KT):
-                    c0 = (n * BN + bn) * TILE_N
-                    b_tiles[bn, k] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, c0:c0 + TILE_N])
+            _load_tile_block(b_tiles, rhs, n, BN, KT, TILE_N)
             for bm in nl.affine_range(BM):
                 for bn in nl.affine_range(BN):
                     acc = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
