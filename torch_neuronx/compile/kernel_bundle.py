@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.codecache import CppPythonBindingsCodeCache
+from torch._inductor.utils import clear_on_fresh_cache
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +111,11 @@ PyMODINIT_FUNC PyInit_kernel(void) {{
 """
 
 
+@clear_on_fresh_cache
 class KernelBundleCodeCache(CppPythonBindingsCodeCache):
     """Inductor's code cache of C++ libraries with Python bindings (compile command, flags, on-disk
     cache by source hash, module loading), holding bundles: one library whose module ``kernel`` has a
-    function ``kernel_<i>`` per kernel."""
+    function ``kernel_<i>`` per kernel. Cleared with Inductor's own caches (``fresh_cache()``)."""
 
     cache: dict[str, Callable[[], Any]] = {}
 
