@@ -207,3 +207,44 @@ def test_timed_out_row_names_its_class():
         [report] = run_coverage([entry], family=family, jobs=1, timeout=0.05, progress=False)
         assert report.model_class == cls
         assert {o.reason for o in report.outcomes.values()} == {"timed out after 0 s"}
+
+
+def test_families_are_queued_costliest_first():
+    from torch_neuronx.model_coverage.runner import COST_ORDER, FamilyRun, queue_order
+
+    runs = [FamilyRun("encoder", ["e1", "e2"]), FamilyRun("diffusers", ["d1"]), FamilyRun("causal-lm", ["c1", "c2"])]
+    assert queue_order(runs) == [(1, 0), (2, 0), (2, 1), (0, 0), (0, 1)]
+    assert COST_ORDER[0] == "diffusers" and COST_ORDER[-1] == "encoder"
+    from torch_neuronx.model_coverage.families import FAMILIES
+
+    assert set(COST_ORDER) == set(FAMILIES)
+
+
+def test_one_worker_serves_several_families(monkeypatch):
+    """The families share the workers: one worker process is started for entries of two families, each
+    entry is checked by its own family with that family's options, and each family's run is reported
+    done (with its reports in the given order) once its last entry has finished."""
+    from torch_neuronx.model_coverage import runner
+
+    starts = []
+    start = runner._Worker.start
+
+    def counted(self):
+        starts.append(self.device)
+        return start(self)
+
+    monkeypatch.setattr(runner._Worker, "start", counted)
+    done = []
+    runs = [runner.FamilyRun("encoder", ["BertForMaskedLM"], {"checks": ["forward"]}),
+            runner.FamilyRun("seq2seq", ["marian"], {"checks": ["generate"], "new_tokens": 2})]
+    runner.run_families(runs, jobs=1, timeout=600, progress=False, on_family_done=lambda r: done.append(r.family))
+    assert len(starts) == 1
+    assert done == ["encoder", "seq2seq"] or done == ["seq2seq", "encoder"]
+    [bert], [marian] = runs[0].reports, runs[1].reports
+    assert bert.model_type == "BertForMaskedLM" and bert.outcomes["forward"].status == PASS
+    assert bert.outcomes["train"].status == SKIP
+    assert marian.model_type == "marian" and marian.outcomes["generate"].status == PASS
+    assert marian.outcomes["compiled"].status == SKIP
+    assert all(r.seconds > 0 and r.worker_seconds == sum(x.seconds for x in r.reports) for r in runs)
+    with pytest.raises(ValueError, match="families listed twice"):
+        runner.run_families([runner.FamilyRun("encoder", []), runner.FamilyRun("encoder", [])], progress=False)

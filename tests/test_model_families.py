@@ -455,3 +455,11 @@ def test_compiled_error_of_the_device_is_judged_against_cpu_inductor(monkeypatch
     report = generative.check_generative("tiny", build, lambda m: {}, device="cpu")
     assert report.outcomes["compiled"].status == FAIL and "CPU Inductor could not run it" in report.outcomes[
         "compiled"].reason
+    # A neuron graph's kernels share one library: the device's check names kernel_<i> at another line of
+    # another file; the same check of the same kernel is still the same error.
+    device_error = RuntimeError("kernel_1, /dev/cqw.main.cpp:80, index out of bounds: 0 <= tmp24 < 2058L")
+    assert generative.same_error(device_error, RuntimeError("kernel, /cpu/c3w.main.cpp:58, index out of bounds: "
+                                                            "0 <= tmp24 < 2058L"))
+    assert not generative.same_error(device_error, RuntimeError("kernel, /cpu/c3w.main.cpp:58, index out of "
+                                                                "bounds: 0 <= tmp7 < 16L"))
+    assert not generative.same_error(device_error, ValueError(str(device_error)))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     1 otherwise, 2 on bad arguments."""
     from ..model_coverage import report as rpt
     from ..model_coverage.families import FAMILIES, Family, get_family
-    from ..model_coverage.runner import run_coverage
+    from ..model_coverage.runner import FamilyRun, run_families
 
     def fail(message: str) -> int:
         print(f"torch-neuronx compat: {message}", file=sys.stderr)
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         probe.unlink()
     except OSError as err:
         return fail(f"--out {out}: cannot write there ({err.strerror or err}); choose a writable folder")
-    ok, lines, tables = True, [], []
+    runs: list[FamilyRun] = []
     for fam, names in plan:
         options: dict[str, object] = {"atol": args.atol}
         fam_checks = fam.checks
@@ -112,24 +111,30 @@ def run(args: argparse.Namespace) -> int:
                 continue
         if args.new_tokens is not None and "generate" in fam_checks:
             options["new_tokens"] = args.new_tokens
-        start = time.perf_counter()
-        try:
-            reports = run_coverage(names, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
-                                   options=options, family=fam.name)
-        except ValueError as err:
-            return fail(str(err))
-        seconds = time.perf_counter() - start
-        labels = fam.labels()
-        print(rpt.to_text(reports))
-        stem = f"compat-{fam.name}"
-        (out / f"{stem}.csv").write_text(rpt.to_csv(reports))
-        md = rpt.to_markdown(reports, seconds, fam.name, labels)
+        runs.append(FamilyRun(fam.name, names, options))
+    written: dict[str, tuple[str, str, bool]] = {}  # family -> (summary line, Markdown table, meets thresholds)
+
+    def write(run: FamilyRun) -> None:  # as soon as a family's last entry is done (one call at a time)
+        labels = get_family(run.family).labels()
+        print(rpt.to_text(run.reports))
+        stem = f"compat-{run.family}"
+        (out / f"{stem}.csv").write_text(rpt.to_csv(run.reports))
+        md = rpt.to_markdown(run.reports, run.seconds, run.family, labels)
         (out / f"{stem}.md").write_text(md)
-        tables.append(f"## {fam.name}\n\n{md}")
-        summary = rpt.summarize(reports, seconds, fam.name, labels)
-        lines.append(summary.line())
-        ok = ok and summary.meets_thresholds()
-        print(f"\nwrote {out / (stem + '.csv')} and {out / (stem + '.md')}\n{summary.line()}\n")
+        summary = rpt.summarize(run.reports, run.seconds, run.family, labels)
+        written[run.family] = (summary.line(), md, summary.meets_thresholds())
+        print(f"\nwrote {out / (stem + '.csv')} and {out / (stem + '.md')} ({run.worker_seconds:.0f} worker-seconds)"
+              f"\n{summary.line()}\n", flush=True)
+
+    try:
+        run_families(runs, jobs=args.jobs, timeout=args.timeout, progress=not args.no_progress,
+                     on_family_done=write)
+    except ValueError as err:
+        return fail(str(err))
+    done = [written[run.family] for run in runs]  # in the order the families were asked for
+    lines = [line for line, _, _ in done]
+    ok = all(meets for _, _, meets in done)
+    tables = [f"## {run.family}\n\n{md}" for run, (_, md, _) in zip(runs, done, strict=True)]
     (out / "compat.md").write_text("\n".join(f"**{line}**  " for line in lines) + "\n\n" + "\n".join(tables))
     if len(lines) > 1:  # one family: its line was printed right after its table
         print("\n".join(lines))

@@ -280,10 +280,13 @@ def _make_wrapper_codegen():
                     self.prefix.writeline(f"assert_input_layouts(({names}), ({layouts}))")
 
         def write_header(self) -> None:
+            from .kernel_bundle import KERNEL_BUNDLE
             from .wrapper_calls import WRAPPER_IMPORT
 
             super().write_header()
             self.header.writeline(WRAPPER_IMPORT)
+            # the graph's C++ kernels built as one library when the module runs async_compile.wait
+            self.header.writeline(KERNEL_BUNDLE)
 
         def generate_after_suffix(self, result) -> None:
             # The module's entry point goes through wrapper_calls.graph_call (adaptive eager).
