@@ -126,12 +126,15 @@ _autoload()
 from .device.max_memory import max_memory  # noqa: E402
 from .adaptive.metrics import get_adaptive_eager_metrics, reset_adaptive_eager_metrics  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
+# AWS's examples call these on torch_neuronx itself (torch_neuronx.Stream(device), with
+# torch_neuronx.stream(s), torch_neuronx.synchronize()): the torch.neuron objects.
+from .device.streams import Stream, stream, synchronize  # noqa: E402
 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
 
-__all__ = ["__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
-           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
+__all__ = ["Stream", "__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
+           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "stream", "synchronize",
            "wrap_nki", *_COMPILE_API]
 
 
