@@ -130,6 +130,11 @@ NO_EFFECT: Final[dict[str, str]] = {
         "torch_neuronx.profiling.NeuronConfig writes the framework trace",
     "NEURON_RT_INSPECT_SYSTEM_PROFILE": f"{_NO_NRT}: there is no system trace to capture",
     "NEURON_RT_INSPECT_DEVICE_PROFILE": "there is no NeuronCore hardware to trace (no .ntff files)",
+    "NEURON_RT_INSPECT_EVENT_FILTER_NC": f"{_NO_NRT}: there are no runtime trace events to filter",
+    "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": f"{_NO_NRT}: there are no runtime trace events to filter",
+    "NEURON_RT_INSPECT_SYS_TRACE_MAX_EVENTS_PER_NC": f"{_NO_NRT}: there is no system trace buffer",
+    "NEURON_RT_INSPECT_PRECACHE_ENABLE": f"{_NO_NEFF}: there is no NEFF metadata to precache",
+    "NEURON_RT_ENABLE_DGE_NOTIFICATIONS": "there are no DMA descriptors to label (no NeuronCore hardware)",
     "TORCH_NEURONX_ENABLE_HOST_CC": "collectives already run on the host (gloo on device memory)",
     "TORCH_NEURONX_ENABLE_ASYNC_NRT":
         f"{_NO_NRT}; ops and collectives run synchronously, so nothing overlaps",
