@@ -1,7 +1,7 @@
 // Python bindings of the C++ core: torch_neuronx._C. Everything PyTorch
 // itself calls is registered statically by the other files; this module only
 // exposes what torch_neuronx's Python layer reads (topology hand-over, memory
-// counters, default generators, op counts).
+// counters, default generators, op counts, the log sink).
 #include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
 #include "aten/CompiledGraph.h"
@@ -9,6 +9,7 @@
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
+#include "runtime/Log.h"
 #include "runtime/Runtime.h"
 
 #include <ATen/ATen.h>
@@ -110,4 +111,7 @@ PYBIND11_MODULE(_C, m) {
     torch_neuronx::adaptive::set_compiler(fn.is_none() ? nullptr : fn.ptr());
   });
   m.def("_adaptive_last_error", []() { return torch_neuronx::adaptive::last_error(); });
+  m.def("_set_log_sink", [](py::object fn) {
+    torch_neuronx::set_log_sink(fn.is_none() ? nullptr : fn.ptr());
+  });
 }

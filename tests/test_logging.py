@@ -85,3 +85,71 @@ def test_debug_level_reaches_stderr_and_a_bad_value_does_not_break_import_torch(
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["4"]
     assert "LogLevelWarning: TORCH_NEURONX_LOG_LEVEL='loud' is not a log level" in r.stderr, r.stderr
+
+
+def test_first_host_fallback_of_each_op_is_logged_once_at_info(py):
+    r = py("""
+        import torch
+        x = torch.ones(3, dtype=torch.float64, device='neuron')
+        for _ in range(3):
+            y = x * 2                       # aten::mul.Tensor: fp64 work, a host fallback on Trainium
+        z = (x + 1).sum()                   # two more fallback ops, each logged once
+        w = torch.ones(3, device='neuron') * 2   # fp32: not a fallback, not logged
+        print(y.cpu().tolist(), float(z.cpu()), w.cpu().tolist())
+    """, env={"TORCH_NEURONX_LOG_LEVEL": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[2.0, 2.0, 2.0] 6.0 [2.0, 2.0, 2.0]"
+    first = [line for line in r.stderr.splitlines() if "ran as a host fallback" in line]
+    ops = [line.split("torch_neuronx.ops.tracking: ")[1].split(" ")[0] for line in first]
+    assert all(line.startswith("[torch_neuronx] INFO torch_neuronx.ops.tracking: ") for line in first), first
+    assert len(ops) == len(set(ops)), first          # once per op
+    assert {"aten::mul.Tensor", "aten::add.Tensor"} <= set(ops), first
+    assert any(op.startswith("aten::sum") for op in ops), first
+    assert "get_fallback_ops()" in first[0]
+    # the summary at exit still counts every run
+    assert "aten::mul.Tensor x3" in r.stderr, r.stderr
+
+
+def test_host_fallback_records_follow_the_application_logging_setup(py):
+    r = py("""
+        import logging, torch
+        records = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                records.append((record.levelname, record.name, record.getMessage()))
+        logging.getLogger('torch_neuronx').addHandler(Keep())
+        (torch.ones(2, dtype=torch.float64, device='neuron') * 3).cpu()   # INFO not enabled: dropped
+        print(len([r for r in records if 'host fallback' in r[2]]))
+        logging.getLogger('torch_neuronx').setLevel(logging.INFO)
+        (torch.ones(2, dtype=torch.complex64, device='neuron') - 1).cpu()
+        print([r[:2] for r in records if 'aten::sub.Tensor ran as a host fallback' in r[2]])
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["0", "[('INFO', 'torch_neuronx.ops.tracking')]"]
+
+
+def test_out_of_memory_is_logged_as_an_error_record(py):
+    r = py("""
+        import logging, torch
+        records = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                records.append((record.levelname, record.name, record.getMessage()))
+        logging.getLogger('torch_neuronx').addHandler(Keep())
+        try:
+            torch.empty(100 << 20, dtype=torch.uint8, device='neuron')
+        except torch.OutOfMemoryError as e:
+            raised = str(e)
+        (level, name, message), = records
+        print(level, name)
+        print(message.startswith('neuron:0 out of memory. Tried to allocate 100.00 MiB'), message in raised)
+        x = torch.ones(3 << 20, device='neuron')
+        try:
+            torch.cat([x] * 6)                     # an OOM inside an op's CPU kernel: logged too
+        except torch.OutOfMemoryError:
+            pass
+        print(len(records), records[-1][:2])
+    """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().split("\n") == [
+        "ERROR torch_neuronx.device.memory", "True True", "2 ('ERROR', 'torch_neuronx.device.memory')"]

@@ -14,6 +14,9 @@ def test_defaults_trn2_lnc2():
 
 @pytest.mark.parametrize("env,count,hbm", [
     ({"NEURON_LOGICAL_NC_CONFIG": "1"}, 8, 12 * GiB),
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "1"}, 8, 12 * GiB),          # the runtime's name for the LNC
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "2", "NEURON_LOGICAL_NC_CONFIG": "2"}, 4, 24 * GiB),
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "2", "NEURON_RT_NUM_CORES": "4", "TORCH_NEURONX_CHIPS": "2"}, 4, 24 * GiB),
     ({"TORCH_NEURONX_CHIPS": "2"}, 8, 24 * GiB),
     ({"TORCH_NEURONX_PLATFORM": "trn1"}, 2, 16 * GiB),
     ({"TORCH_NEURONX_PLATFORM": "trn3"}, 4, 36 * GiB),
@@ -44,6 +47,10 @@ def test_parse_bytes(text, expected):
     ({"TORCH_NEURONX_CHIPS": "zero"}, "TORCH_NEURONX_CHIPS"),
     ({"TORCH_NEURONX_CHIPS": "0"}, "TORCH_NEURONX_CHIPS"),
     ({"NEURON_LOGICAL_NC_CONFIG": "4"}, "NEURON_LOGICAL_NC_CONFIG"),
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "4"}, "NEURON_RT_VIRTUAL_CORE_SIZE=4 is not supported on trn2"),
+    ({"TORCH_NEURONX_PLATFORM": "trn1", "NEURON_RT_VIRTUAL_CORE_SIZE": "2"}, "NEURON_RT_VIRTUAL_CORE_SIZE=2"),
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "2", "NEURON_LOGICAL_NC_CONFIG": "1"}, "disagree"),
+    ({"NEURON_RT_VIRTUAL_CORE_SIZE": "0"}, "NEURON_RT_VIRTUAL_CORE_SIZE"),
     ({"TORCH_NEURONX_PLATFORM": "trn1", "NEURON_LOGICAL_NC_CONFIG": "2"}, "NEURON_LOGICAL_NC_CONFIG"),
     ({"NEURON_RT_VISIBLE_CORES": "0-7"}, "NEURON_RT_VISIBLE_CORES"),
     ({"NEURON_RT_VISIBLE_CORES": "a,b"}, "NEURON_RT_VISIBLE_CORES"),

@@ -10,6 +10,8 @@ time / memory / cost estimator.
 """
 from __future__ import annotations
 
+import atexit
+
 from ._version import __version__
 
 _registered = False
@@ -32,7 +34,7 @@ def _autoload() -> None:
         return
 
     try:
-        from . import _C  # noqa: F401  (static registrations run here)
+        from . import _C  # static registrations run here
     except ImportError as err:
         raise ImportError(
             "torch_neuronx's C++ core (torch_neuronx._C) is missing or was built for another "
@@ -44,6 +46,10 @@ def _autoload() -> None:
 
     # TORCH_NEURONX_LOG_LEVEL / TORCH_NEURONX_LOG_FILE (a bad value warns, never raises).
     _logging.configure()
+    # The C++ core's records (first run of each host-fallback op, out-of-memory errors) go to these
+    # loggers; the sink is removed at exit (atexit runs this handler after every later-registered one).
+    _C._set_log_sink(_logging.cxx_record)
+    atexit.register(_C._set_log_sink, None)
     torch.utils.rename_privateuse1_backend("neuron")
     _state.load_topology()
     # AWS's variables that concern Trainium's compiler or runtime: logged (INFO) when set, and
@@ -126,12 +132,15 @@ _autoload()
 from .device.max_memory import max_memory  # noqa: E402
 from .adaptive.metrics import get_adaptive_eager_metrics, reset_adaptive_eager_metrics  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
+# AWS's examples call these on torch_neuronx itself (torch_neuronx.Stream(device), with
+# torch_neuronx.stream(s), torch_neuronx.synchronize()): the torch.neuron objects.
+from .device.streams import Stream, stream, synchronize  # noqa: E402
 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
 
-__all__ = ["__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
-           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op",
+__all__ = ["Stream", "__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
+           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "stream", "synchronize",
            "wrap_nki", *_COMPILE_API]
 
 

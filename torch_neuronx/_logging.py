@@ -107,3 +107,21 @@ def configure(env: Mapping[str, str] | None = None) -> logging.Logger:
     logger.setLevel(level)
     logger.propagate = False
     return logger
+
+
+def cxx_record(level: int, name: str, message: str) -> None:
+    """The sink of the C++ core's log records (``torch_neuronx._C._set_log_sink``): logs ``message``
+    at ``level`` on the logger ``name`` when that level is enabled there.
+
+    The C++ core sends: an op's first run as a host fallback (INFO, ``torch_neuronx.ops.tracking``)
+    and an out-of-memory error of a core (ERROR, ``torch_neuronx.device.memory``, as it is raised).
+
+    Args:
+        level: a Python ``logging`` level (10 debug, 20 info, 30 warning, 40 error).
+        name: the logger, a child of ``torch_neuronx``.
+        message: the record's text.
+    """
+    logger = logging.getLogger(name)
+    if logger.isEnabledFor(level):
+        logger.log(level, "%s", message)
+

@@ -1,5 +1,7 @@
 #include "aten/Tracking.h"
 
+#include "runtime/Log.h"
+
 #include <c10/util/flat_hash_map.h>
 
 #include <atomic>
@@ -16,6 +18,8 @@ struct Entry {
   std::string name;
   std::atomic<uint64_t> executed{0};
   std::atomic<uint64_t> fallback{0};
+  // Set by the first host-fallback run, which is logged (once per op per process).
+  std::atomic<bool> fallback_logged{false};
 };
 
 // key -> entry. The mutex guards the map only (adding an op, listing, clearing).
@@ -62,6 +66,15 @@ Entry* find_or_add(const void* key, const Name& name) {
   return it->second.get();
 }
 
+// The INFO record of an op's first host-fallback run (no lock of this file is held).
+C10_NOINLINE void log_first_fallback(const std::string& name) {
+  log_record(
+      LogLevel::Info, "torch_neuronx.ops.tracking",
+      name + " ran as a host fallback (float64/complex work: NeuronCore engines have neither, so "
+             "Trainium runs it on the host CPU); logged at its first run, every run is counted in "
+             "torch_neuronx.get_fallback_ops()");
+}
+
 template <typename Name>
 void track(const void* key, const Name& name, bool host_fallback) {
   CacheSlot& slot = t_cache[slot_of(key)];
@@ -74,6 +87,10 @@ void track(const void* key, const Name& name, bool host_fallback) {
   entry->executed.fetch_add(1, std::memory_order_relaxed);
   if (host_fallback) {
     entry->fallback.fetch_add(1, std::memory_order_relaxed);
+    if (C10_UNLIKELY(!entry->fallback_logged.load(std::memory_order_relaxed)) &&
+        !entry->fallback_logged.exchange(true)) {
+      log_first_fallback(entry->name);
+    }
   }
 }
 

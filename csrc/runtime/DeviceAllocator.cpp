@@ -1,4 +1,5 @@
 #include "runtime/DeviceAllocator.h"
+#include "runtime/Log.h"
 
 #include "runtime/Runtime.h"
 #include "runtime/SharedArena.h"
@@ -394,7 +395,9 @@ struct InstallForkHandlers {
 
 } // namespace
 
-c10::DataPtr allocate_accounted(
+namespace {
+
+c10::DataPtr allocate_accounted_unlogged(
     size_t nbytes,
     c10::DeviceIndex device,
     c10::Device ptr_device) {
@@ -453,6 +456,25 @@ c10::DataPtr allocate_accounted(
   }
   report.send(chunk.ptr);
   return {chunk.ptr, chunk.ptr, &free_accounted, ptr_device};
+}
+
+// The ERROR record of an out-of-memory error, sent once the allocator's locks are released.
+C10_NOINLINE void log_out_of_memory(const c10::OutOfMemoryError& err) {
+  log_record(LogLevel::Error, "torch_neuronx.device.memory", err.what_without_backtrace());
+}
+
+} // namespace
+
+c10::DataPtr allocate_accounted(
+    size_t nbytes,
+    c10::DeviceIndex device,
+    c10::Device ptr_device) {
+  try {
+    return allocate_accounted_unlogged(nbytes, device, ptr_device);
+  } catch (const c10::OutOfMemoryError& err) {
+    log_out_of_memory(err);
+    throw;
+  }
 }
 
 int share_storage_fd(const c10::Storage& storage) {

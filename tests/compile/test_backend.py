@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -150,6 +151,35 @@ def test_fallback_enabled_warns_and_runs_eagerly(monkeypatch):
     assert out.device.type == "neuron" and out.cpu().tolist() == [102.0, 102.0, 102.0]
     m = tnc.get_dynamo_metrics()
     assert len(m["fallbacks"]) == 1 and "no lowering" in m["fallbacks"][0]["reason"]
+
+
+def test_fallback_execution_option_overrides_the_variable(monkeypatch):
+    _install_failing_lowering()
+
+    def boom(x):
+        return torch.ops.tnx_compile_test.boom(x * 2)
+
+    # the variable at its default (raise): the option turns fallback execution on for this compile
+    f = torch.compile(boom, backend="neuron", options={"fallback_execution": True})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = f(torch.ones(3, device="neuron"))
+    assert out.device.type == "neuron" and out.cpu().tolist() == [102.0, 102.0, 102.0]
+    assert any(issubclass(c.category, CompileFallbackWarning) for c in caught)
+    assert not any(issubclass(c.category, CompileModeWarning) for c in caught)  # the option is read
+    assert len(tnc.get_dynamo_metrics()["fallbacks"]) == 1
+    # the variable allows it: the option False still raises
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    g = torch.compile(boom, backend="neuron", options={"fallback_execution": False})
+    with pytest.raises(Exception, match="backend 'neuron' failed to compile"):
+        g(torch.ones(3, device="neuron"))
+
+
+def test_fallback_execution_option_must_be_a_bool():
+    f = torch.compile(lambda x: x + 1, backend="neuron", options={"fallback_execution": "yes"})
+    with pytest.raises(Exception, match="fallback_execution.*True.*False"):
+        f(torch.ones(3, device="neuron"))
 
 
 def test_debug_dir_dumps_fx_and_generated_code(tmp_path, monkeypatch):

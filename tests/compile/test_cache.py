@@ -6,6 +6,7 @@ import argparse
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -81,6 +82,39 @@ def test_get_or_compile_memory_disk_corrupt_and_disabled(tmp_path, monkeypatch):
     assert len(calls) == 3
     assert (m["graphs_compiled"], m["cache_hits_memory"], m["cache_hits_disk"]) == (3, 1, 1)
     assert len(m["cache_corrupt"]) == 1 and m["cache_corrupt"][0]["path"] == str(path)
+
+
+def test_lock_timeout_is_read_and_a_held_lock_is_waited_for_that_long(tmp_path, monkeypatch):
+    from filelock import FileLock
+
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT", raising=False)
+    assert cache.lock_timeout() == cache.LOCK_TIMEOUT_S == 3600.0
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT", "0.3")
+    assert cache.lock_timeout() == 0.3
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path))
+    key = cache.cache_key({"locked": 1})
+    path = cache.entry_path(key)
+    path.parent.mkdir(parents=True)
+    other = FileLock(str(path) + ".lock")   # another process compiling the same graph
+    other.acquire()
+    try:
+        t0 = time.monotonic()
+        with pytest.warns(cache.CacheLockTimeoutWarning, match="TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT"):
+            found = cache.CompileCache().get_or_compile(key, lambda: ("value", b"bytes"), bytes.decode,
+                                                        header={"kind": "forward"})
+        waited = time.monotonic() - t0
+    finally:
+        other.release()
+    assert 0.3 <= waited < 60                      # waited the variable's time, not the default hour
+    assert (found.source, found.value) == ("compiled", "value")
+    assert cache.read_entry(path)[1] == b"bytes"   # compiled without the lock, entry written whole
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "inf", "nan"])
+def test_bad_lock_timeout_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT", value)
+    with pytest.raises(cache.NeuronCompileError, match="TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT=.*number >= 0"):
+        cache.lock_timeout()
 
 
 def test_default_dir_is_per_user(monkeypatch, tmp_path):

@@ -9,7 +9,7 @@ supported (value compared with the CPU) or refused with an error that says what 
 | ``mark_static`` | supported; ``mark_dynamic`` / ``dynamic=True`` refused (``tests/compile/test_backend.py``) |
 | ``set_stance`` (``fail_on_recompile``, ``force_eager``), ``disable``, ``list_backends`` | supported |
 | ``torch.export.export`` then run | supported |
-| ``options=`` | warns and is ignored (TorchNeuron: partial) |
+| ``options=`` | ``fallback_execution`` read (test_backend.py), other keys warn (TorchNeuron: partial) |
 | ``aot_compile`` (precompile) | refused: ``AOTCompileUnsupportedError`` |
 | AOTInductor (``aoti_compile_and_package``) on ``neuron`` | refused: ``CppWrapperUnsupportedError`` |
 | compiled ``flex_attention`` on ``neuron`` | refused by PyTorch's own device check |

@@ -57,6 +57,19 @@ def test_no_backend_on_cpu_goes_to_inductor():
     assert tnc.get_dynamo_metrics()["graphs"] == 0  # not backend "neuron"
 
 
+def test_fallback_execution_option_without_backend_reaches_neuron_and_not_inductor():
+    x = torch.randn(4, 32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        on_cpu = torch.compile(stats, options={"fallback_execution": True})(x)   # Inductor: key dropped
+        on_neuron = torch.compile(stats, options={"fallback_execution": True})(x.to("neuron"))
+    assert not any(issubclass(w.category, CompileModeWarning) for w in caught), [str(w.message) for w in caught]
+    for a, b, want in zip(on_cpu, on_neuron, stats(x), strict=True):
+        assert (a.device.type, b.device.type) == ("cpu", "neuron")
+        torch.testing.assert_close(a, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(b.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
 def test_mode_other_than_default_warns_and_compiles_as_default(mode):
     ref = mlp()

@@ -16,9 +16,11 @@ TorchNeuron semantics kept here:
   and every new input shape is a new static graph. For that, importing this module (which is
   what resolving the backend name ``"neuron"`` does) turns Dynamo's automatic dynamic shapes
   off for the whole process: :mod:`.dynamo_config` says why it cannot be scoped to our frames;
-* ``mode`` other than ``"default"`` (and any ``options``) warn and are ignored;
+* ``mode`` other than ``"default"`` warns and is ignored; of ``options`` only
+  ``fallback_execution`` is read, any other key warns and is ignored;
 * a failing graph raises :class:`NeuronCompileError` with the graph, or runs eagerly with a
-  warning under ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` (:mod:`.fallback`);
+  warning under ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` or
+  ``options={"fallback_execution": True}``, which overrides the variable (:mod:`.fallback`);
 * forward and backward graphs (training), ``fullgraph=True`` and graph breaks are Dynamo's and
   work unchanged.
 
@@ -42,10 +44,13 @@ from .aten_compile import INDUCTOR_PATCHES, compile_aten_graph
 from .decompositions import decomposition_table
 from .device_check import check_graph_devices
 from .device_pinning import on_graph_core
+from .fallback import OPTION as FALLBACK_OPTION
 from .fallback import (
     DynamicShapeError,
     NeuronCompileError,
     fallback_execution_allowed,
+    fallback_option,
+    fallback_override,
     handle_compile_failure,
 )
 from .graph_identity import compile_id, current_function, input_signature, recompile_reason
@@ -56,7 +61,8 @@ log = logging.getLogger(__name__)
 
 
 class CompileModeWarning(UserWarning):
-    """``torch.compile(mode=...)`` other than ``"default"`` (or ``options``) was given."""
+    """``torch.compile(mode=...)`` other than ``"default"`` (or ``options`` other than
+    ``fallback_execution``) was given."""
 
 
 def is_training_graph(example_inputs: Sequence[Any]) -> bool:
@@ -73,8 +79,10 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     Args:
         gm: the FX graph Dynamo captured.
         example_inputs: fake tensors (static shapes) and Python scalars, one per placeholder.
-        mode / options: accepted from ``torch.compile``; anything but ``mode="default"``
-            warns (:class:`CompileModeWarning`) and is ignored.
+        mode / options: accepted from ``torch.compile``. ``options["fallback_execution"]``
+            (bool) overrides ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION`` for this graph; a mode
+            other than ``"default"`` and any other option warn (:class:`CompileModeWarning`) and
+            are ignored.
 
     Returns:
         A callable with Dynamo's calling convention whose outputs are ``neuron`` tensors.
@@ -83,16 +91,20 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         DynamicShapeError: symbolic shapes (``dynamic=True``, ``mark_dynamic``).
         AOTCompileUnsupportedError: called for ``aot_compile`` / precompile (:mod:`.precompile`).
         NeuronCompileError: the graph failed to compile and fallback execution is disabled
-            (the default); with ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` the graph runs
-            eagerly instead, with a :class:`~torch_neuronx.compile.fallback.CompileFallbackWarning`.
+            (the default); with ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0`` or
+            ``options={"fallback_execution": True}`` the graph runs eagerly instead, with a
+            :class:`~torch_neuronx.compile.fallback.CompileFallbackWarning`.
+        TypeError: ``options["fallback_execution"]`` is not a bool.
     """
     mode = kwargs.pop("mode", None)
     options = kwargs.pop("options", None)
     if mode not in (None, "default"):
         warnings.warn(f"backend 'neuron' supports only mode='default' (as TorchNeuron); "
                       f"mode={mode!r} is ignored", CompileModeWarning, stacklevel=2)
-    if options:
-        warnings.warn(f"backend 'neuron' takes no options; {sorted(options)} ignored",
+    fallback = fallback_option(options)
+    ignored = sorted(k for k in (options or {}) if k != FALLBACK_OPTION)
+    if ignored:
+        warnings.warn(f"backend 'neuron' reads only the option '{FALLBACK_OPTION}'; {ignored} ignored",
                       CompileModeWarning, stacklevel=2)
     reject_dynamic(gm, example_inputs)
     check_graph_devices(gm)
@@ -109,8 +121,21 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
               len(gm.graph.nodes), input_signature(gm, example_inputs))
     debug.dump_dynamo_graph(function.split(" ")[0].strip("'"), dynamo_text)
 
+    with fallback_override(fallback):
+        return _compile_graph(gm, example_inputs, function, dynamo_text, t0, fallback)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], function: str,
+                   dynamo_text: str, t0: float, fallback: bool | None) -> Callable[..., Any]:
+    """:func:`neuron_backend`'s compile of ``gm`` under the fallback policy in force
+    (``fallback``: the compile option, also applied to the ATen graphs, the backward one included,
+    which AOTAutograd compiles at the first backward, on the autograd thread)."""
     import torch._functorch.config as functorch_config
     from torch._inductor.compile_fx import compile_fx
+
+    def inner_compile(aten_gm: torch.fx.GraphModule, inputs: Sequence[Any], **kw: Any) -> Any:
+        with fallback_override(fallback):
+            return compile_aten_graph(aten_gm, inputs, **kw)
 
     eager_allowed = fallback_execution_allowed()
     keep = copy.deepcopy(gm) if eager_allowed else None
@@ -118,7 +143,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         with functorch_config.patch(enable_autograd_cache=False):
             # (torch types inner_compile as returning an OutputCode; ours may return the eager
             # fallback's boxed callable, which AOTAutograd runs the same way.)
-            compiled = compile_fx(gm, example_inputs, inner_compile=compile_aten_graph,  # type: ignore[arg-type]
+            compiled = compile_fx(gm, example_inputs, inner_compile=inner_compile,
                                   config_patches=INDUCTOR_PATCHES,
                                   decompositions=decomposition_table(is_training_graph(example_inputs)))
         # Not AOT mode: compile_fx returns a callable (its str / list / Weights results are AOT's).

@@ -17,7 +17,10 @@ magic ``TNXIND1``. The cache semantics are TorchNeuron's:
   ``<dir>/inductor`` so that the directory is self-contained (:func:`inductor_dir`).
 * **Writes**: temp file in the same folder, ``fsync``, ``os.replace`` (atomic), under a
   per-entry file lock (``<entry>.lock``, ``filelock``); two processes compiling the same graph
-  at once compile it once: the second waits for the lock and then reads the entry.
+  at once compile it once: the second waits for the lock and then reads the entry. The wait is
+  ``TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT`` seconds (default one hour, :func:`lock_timeout`);
+  past it the process warns (:class:`CacheLockTimeoutWarning`) and compiles the graph itself
+  without the lock (the write stays atomic, so the entry is whole whichever process writes last).
 * **Integrity**: an entry is ``MAGIC | payload length (8 bytes LE) | SHA-256(payload) |
   payload``; a truncated or corrupt entry is detected on read, reported (a warning and
   ``get_dynamo_metrics()["cache_corrupt"]``), and recompiled and rewritten by the caller.
@@ -32,6 +35,7 @@ bytes; :func:`list_entries` / :func:`verify_entries` / :func:`clear` serve the
 """
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import json
@@ -47,9 +51,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 
+import filelock
 from filelock import FileLock
 
 from . import metrics
+from .fallback import NeuronCompileError
 
 #: First bytes of every entry: "torch-neuronx Inductor graph, layout 1".
 MAGIC = b"TNXIND1"
@@ -60,8 +66,11 @@ ENTRY_SUFFIX = ".inductor"
 LEGACY_SUFFIXES = (".neff",)
 #: Goes into every key and header: entries of another format are never served.
 FORMAT_VERSION = 2
-#: Seconds a process waits for another one that compiles the same graph (one hour).
+#: Seconds a process waits for another one that compiles the same graph, unless
+#: ``TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT`` says otherwise (one hour).
 LOCK_TIMEOUT_S = 3600.0
+#: The variable that sets the wait (TorchNeuron's name).
+LOCK_TIMEOUT_VARIABLE = "TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT"
 
 #: What an ATen graph is for: AOTAutograd's forward or backward graph of a training step, or
 #: an inference graph (grad mode off, or no input requires grad).
@@ -183,9 +192,55 @@ def write_entry(path: Path, header: dict[str, Any], artifact: bytes) -> None:
         raise
 
 
-def _lock(path: Path) -> FileLock:
+def lock_timeout() -> float:
+    """Seconds :meth:`CompileCache.get_or_compile` waits for the lock of an entry another process
+    is compiling: ``TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT`` (a number of seconds ≥ 0, ``0``: do not
+    wait), else :data:`LOCK_TIMEOUT_S`.
+
+    Raises:
+        NeuronCompileError: the variable is not a finite number ≥ 0 (the message names it and
+            the values it takes).
+    """
+    text = os.environ.get("TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return LOCK_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (0.0 <= seconds < float("inf")):
+        raise NeuronCompileError(
+            f"{LOCK_TIMEOUT_VARIABLE}={text!r} is not a number of seconds: set it to a number >= 0 "
+            f"(how long to wait for another process compiling the same graph; 0 does not wait), "
+            f"or unset it for the default of {LOCK_TIMEOUT_S:.0f} s")
+    return seconds
+
+
+class CacheLockTimeoutWarning(UserWarning):
+    """Another process held an entry's lock longer than ``TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT``:
+    this process compiles the graph itself."""
+
+
+@contextlib.contextmanager
+def _entry_lock(path: Path) -> Iterator[bool]:
+    """Holds the file lock of the entry at ``path`` for the body; yields whether it is held
+    (False after :func:`lock_timeout` seconds of waiting, with a :class:`CacheLockTimeoutWarning`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
+    timeout = lock_timeout()
+    lock = FileLock(str(path) + ".lock", timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        warnings.warn(
+            f"torch-neuronx compile cache: {path}.lock is still held by another process after "
+            f"{timeout:g} s ({LOCK_TIMEOUT_VARIABLE}); compiling the graph here without waiting "
+            "(raise the variable to wait longer)", CacheLockTimeoutWarning, stacklevel=4)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
 
 
 #: The type of a cached value (what ``compile_fn`` and ``load_fn`` return).
@@ -250,7 +305,7 @@ class CompileCache:
                 with self._mutex:
                     self._memory.pop(key, None)
         path = entry_path(key)
-        with _lock(path):
+        with _entry_lock(path):
             artifact = self._read_disk(path, key)
             if artifact is not None:
                 try:

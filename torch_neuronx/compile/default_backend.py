@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from .fallback import OPTION as FALLBACK_OPTION
+
 DEVICE = "neuron"
 
 
@@ -88,7 +90,9 @@ def auto_select_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         return neuron_backend(gm, example_inputs, **kwargs)
     # torch.compile's own default for the same arguments (a private torch class: the object
     # torch.compile builds for backend "inductor"; compiling through it keeps mode and options).
-    inductor = torch._TorchCompileInductorWrapper(kwargs.get("mode"), kwargs.get("options"), None)
+    # (backend "neuron"'s own option is not Inductor's: Inductor would refuse the unknown key.)
+    options = {k: v for k, v in (kwargs.get("options") or {}).items() if k != FALLBACK_OPTION} or None
+    inductor = torch._TorchCompileInductorWrapper(kwargs.get("mode"), options, None)
     return inductor(gm, example_inputs)
 
 

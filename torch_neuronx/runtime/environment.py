@@ -18,7 +18,8 @@ Sources (AWS Neuron documentation): the TorchNeuron environment-variable referen
 (``about-neuron/arch/neuron-features/logical-neuroncore-config``) and the PyTorch NeuronX
 environment variables (``frameworks/torch/torch-neuronx/api-reference-guide/training/torch-neuron-envvars``);
 ``TORCH_NEURONX_SEGMENT_ALLOCATOR_CONFIG`` from TorchNeuron launch scripts (the allocator guidelines,
-``torch/reference/guidelines-memory-management``, describe the allocator it tunes).
+``torch/reference/guidelines-memory-management``, describe the allocator it tunes); the profiling
+variables from the Neuron Explorer environment-variable reference (``tools/neuron-explorer/environment-variables``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ READ: Final[dict[str, str]] = {
     "TORCH_NEURONX_PLATFORM": "runtime/platforms.py",
     "TORCH_NEURONX_CHIPS": "runtime/topology.py",
     "NEURON_LOGICAL_NC_CONFIG": "runtime/topology.py",
+    "NEURON_RT_VIRTUAL_CORE_SIZE": "runtime/topology.py",
     "NEURON_RT_VISIBLE_CORES": "runtime/topology.py, distributed/rendezvous.py",
     "NEURON_RT_NUM_CORES": "runtime/topology.py",
     "TORCH_NEURONX_HBM_PER_CORE": "runtime/topology.py",
@@ -48,6 +50,7 @@ READ: Final[dict[str, str]] = {
     "NEURON_RT_ROOT_COMM_ID": "distributed/rendezvous.py",
     "TORCH_NEURONX_NEFF_CACHE_DIR": "compile/cache.py",
     "TORCH_NEURONX_NEFF_DISABLE_CACHE": "compile/cache.py",
+    "TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT": "compile/cache.py",
     "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION": "compile/fallback.py",
     "TORCH_NEURONX_RECOMPILE_WARN": "compile/metrics.py",
     "TORCH_NEURONX_DEBUG_DIR": "compile/debug.py",
@@ -62,6 +65,7 @@ READ: Final[dict[str, str]] = {
     "TORCH_NEURONX_LOG_LEVEL": "_logging.py",
     "TORCH_NEURONX_LOG_FILE": "_logging.py",
     "NEURON_CC_FLAGS": "runtime/environment.py",
+    "NEURON_RT_INSPECT_OUTPUT_DIR": "profiling/config.py",
     "TORCH_DEVICE_BACKEND_AUTOLOAD": "PyTorch (torch/__init__.py), before this package loads",
 }
 
@@ -86,9 +90,6 @@ NO_EFFECT: Final[dict[str, str]] = {
     "TORCH_NEURONX_NEFF_LOCAL_CACHE_DIR":
         "the compile cache has one disk level (TORCH_NEURONX_NEFF_CACHE_DIR, safe on a shared file system) "
         "and the process's memory, no separate local level",
-    "TORCH_NEURONX_NEFF_CACHE_LOCK_TIMEOUT":
-        "the wait for another process compiling the same graph is fixed at one hour "
-        "(compile/cache.py LOCK_TIMEOUT_S)",
     # TorchNeuron: eager execution
     "NEURON_LAUNCH_BLOCKING":
         "execution is always synchronous (every op has finished when it returns), which is what "
@@ -123,6 +124,20 @@ NO_EFFECT: Final[dict[str, str]] = {
     "NEURON_RT_STOCHASTIC_ROUNDING_EN":
         "bf16 / fp8 results are rounded to nearest even, as PyTorch's CPU kernels round; stochastic "
         "rounding is not modelled",
+    # Neuron Explorer (profiling) and its PyTorch switches
+    "NEURON_RT_INSPECT_ENABLE":
+        f"{_NO_NRT}, so no runtime or device profile is captured; torch.profiler with "
+        "torch_neuronx.profiling.NeuronConfig writes the framework trace",
+    "NEURON_RT_INSPECT_SYSTEM_PROFILE": f"{_NO_NRT}: there is no system trace to capture",
+    "NEURON_RT_INSPECT_DEVICE_PROFILE": "there is no NeuronCore hardware to trace (no .ntff files)",
+    "NEURON_RT_INSPECT_EVENT_FILTER_NC": f"{_NO_NRT}: there are no runtime trace events to filter",
+    "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": f"{_NO_NRT}: there are no runtime trace events to filter",
+    "NEURON_RT_INSPECT_SYS_TRACE_MAX_EVENTS_PER_NC": f"{_NO_NRT}: there is no system trace buffer",
+    "NEURON_RT_INSPECT_PRECACHE_ENABLE": f"{_NO_NEFF}: there is no NEFF metadata to precache",
+    "NEURON_RT_ENABLE_DGE_NOTIFICATIONS": "there are no DMA descriptors to label (no NeuronCore hardware)",
+    "TORCH_NEURONX_ENABLE_HOST_CC": "collectives already run on the host (gloo on device memory)",
+    "TORCH_NEURONX_ENABLE_ASYNC_NRT":
+        f"{_NO_NRT}; ops and collectives run synchronously, so nothing overlaps",
     # PyTorch NeuronX (XLA) variables seen in Trainium scripts
     "NEURON_COMPILE_CACHE_URL": f"{_NO_NEFF}; TORCH_NEURONX_NEFF_CACHE_DIR names the compile cache",
     "NEURON_FRAMEWORK_DEBUG": "there are no XLA graphs; TORCH_NEURONX_DEBUG_DIR dumps the compiled graphs",

@@ -6,7 +6,10 @@ Variables (all optional):
   :data:`.platforms.PLATFORMS`.
 * ``TORCH_NEURONX_CHIPS`` — number of Trainium chips, default 1.
 * ``NEURON_LOGICAL_NC_CONFIG`` — physical cores per logical core, 1 or 2
-  (default 2 on trn2/trn3, 1 on trn1/inf2, which have no LNC=2).
+  (default 2 on trn2/trn3, 1 on trn1/inf2, which have no LNC=2). ``NEURON_RT_VIRTUAL_CORE_SIZE``,
+  the Neuron runtime's name for the same number (AWS's launch scripts set it, with
+  ``NEURON_RT_NUM_CORES`` = physical cores ÷ it), is read when ``NEURON_LOGICAL_NC_CONFIG`` is not
+  set; both set to different values is an error.
 * ``NEURON_RT_VISIBLE_CORES`` — which logical cores this process sees:
   ``"0-3"``, ``"1"``, ``"0,2"``. Visible cores are renumbered from 0, as
   ``CUDA_VISIBLE_DEVICES`` does.
@@ -167,6 +170,8 @@ def parse_core_list(text: str, total: int, variable: str = "NEURON_RT_VISIBLE_CO
 _INT_MEANING = {
     "TORCH_NEURONX_CHIPS": "the number of Trainium chips, e.g. TORCH_NEURONX_CHIPS=2",
     "NEURON_LOGICAL_NC_CONFIG": "physical NeuronCores per logical core, 1 or 2",
+    "NEURON_RT_VIRTUAL_CORE_SIZE": "physical NeuronCores per logical core (the runtime's name for "
+                                   "NEURON_LOGICAL_NC_CONFIG), 1 or 2",
     "NEURON_RT_NUM_CORES": "the number of logical NeuronCores the process takes, e.g. NEURON_RT_NUM_CORES=1 "
                            "(0 or unset: all)",
 }
@@ -189,6 +194,26 @@ def _int_var(env, name: str, default: int, minimum: int = 1) -> int:
     if value < minimum:
         raise TopologyError(f"{name}={raw!r} must be at least {minimum}{meaning}")
     return value
+
+
+def _lnc(env: Mapping[str, str], default: int) -> tuple[int, str]:
+    """The logical NeuronCore size and the variable it came from: ``NEURON_LOGICAL_NC_CONFIG``, else
+    ``NEURON_RT_VIRTUAL_CORE_SIZE``, else ``default`` (named as ``NEURON_LOGICAL_NC_CONFIG``).
+
+    Raises:
+        TopologyError: a value that is not an integer >= 1, or the two variables set to different values.
+    """
+    config = _int_var(env, "NEURON_LOGICAL_NC_CONFIG", 0)
+    virtual = _int_var(env, "NEURON_RT_VIRTUAL_CORE_SIZE", 0)
+    if config and virtual and config != virtual:
+        raise TopologyError(
+            f"NEURON_LOGICAL_NC_CONFIG={config} and NEURON_RT_VIRTUAL_CORE_SIZE={virtual} disagree: both set "
+            f"the physical NeuronCores per logical core; set one of them, or both to the same value")
+    if config:
+        return config, "NEURON_LOGICAL_NC_CONFIG"
+    if virtual:
+        return virtual, "NEURON_RT_VIRTUAL_CORE_SIZE"
+    return default, "NEURON_LOGICAL_NC_CONFIG"
 
 
 def _local_rank(env: Mapping[str, str]) -> int | None:
@@ -264,10 +289,10 @@ def read_topology(env: Mapping[str, str] | None = None) -> Topology:
     except ValueError as err:
         raise TopologyError(str(err)) from None
     chips = _int_var(env, "TORCH_NEURONX_CHIPS", 1)
-    lnc = _int_var(env, "NEURON_LOGICAL_NC_CONFIG", platform.chip.default_lnc)
+    lnc, lnc_name = _lnc(env, platform.chip.default_lnc)
     if lnc not in platform.chip.lnc_choices:
         raise TopologyError(
-            f"NEURON_LOGICAL_NC_CONFIG={lnc} is not supported on {platform.name}: use "
+            f"{lnc_name}={lnc} is not supported on {platform.name}: use "
             f"{' or '.join(str(c) for c in platform.chip.lnc_choices)}"
         )
     total = chips * (platform.chip.physical_cores // lnc)
