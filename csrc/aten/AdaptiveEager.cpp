@@ -1330,6 +1330,13 @@ bool touches_trace(const c10::OperatorHandle& op, const torch::jit::Stack& stack
 std::atomic<bool> g_enabled{read_env()};
 std::atomic<bool> g_pending{false};
 
+namespace {
+// A storage resize (UntypedStorage.resize_: FSDP2 frees a parameter's
+// unsharded storage after use and gives it new memory before the next) may
+// free or replace memory a queued op reads: what is queued runs first.
+const bool g_flush_before_resize = (set_before_storage_resize(&flush_pending), true);
+} // namespace
+
 bool intercept(
     const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack, RunFn run) {
   if (t_bypass) {

@@ -93,6 +93,22 @@ def test_compile_after_rejects_a_count_below_one_and_reads_its_variable():
     assert child(None).stdout.split()[-1] == "8"
 
 
+def test_a_storage_resize_runs_the_queued_ops_that_read_the_storage_first(on):
+    # FSDP2 frees a parameter's unsharded memory (UntypedStorage.resize_(0)) once the forward has
+    # used it, while the ops that read it may still be queued: they must run before the memory goes.
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    expected = chain(x, w)
+    dx = x.to("neuron")
+    for _ in range(4):  # recorded, then queued (op by op, then the kernel)
+        dw = w.to("neuron")
+        y = chain(dx, dw)
+        dw.untyped_storage().resize_(0)
+        torch.testing.assert_close(y.cpu(), expected, atol=TOL, rtol=0)
+    m = metrics()
+    assert m["queued_ops"] >= 14 and m["kernel_hits"] >= 1 and m["kernel_failures"] == 0
+
+
 def test_dead_intermediates_are_not_materialized_but_live_ones_are(on):
     torch.manual_seed(0)
     x, w = torch.randn(3, 8, device="neuron"), torch.randn(8, 8, device="neuron")
