@@ -1,19 +1,21 @@
 """Adaptive eager execution against native CPU eager, in one run.
 
-    python bench/adaptive_eager.py [--repeats 9] [--check] [--cpu-time] [--train-steps 4]
+    python bench/adaptive_eager.py [--repeats 9] [--check] [--cpu-time] [--train-steps 4] [--compile-after N]
 
 The Llama of ``bench/eager.py`` (hidden 256, 4 layers, vocab 2048), 24-token greedy decode from a
 1 x 32 prompt, ``neuron`` with adaptive eager execution on (``torch_neuronx.adaptive.set_enabled``)
 against the same model on CPU and on ``neuron`` op by op (adaptive eager off): the median times and
 ratios over ``--repeats`` interleaved runs of the three (their order rotating) after the warm-up runs
-that record the traces and compile their kernels. It also prints the first decode's
-extra time (recording plus compiling, against a later decode), the compile time reported by the
-metrics, the generated tokens' agreement with CPU, and the counters of the timed runs.
+that record the traces and compile their kernels. It also prints the warm-up decodes' extra time
+(recording, running op by op until a trace has ended ``--compile-after`` times, compiling; against a
+steady decode), the compile time and kernel count reported by the metrics, the generated tokens'
+agreement with CPU, and the counters of the timed runs.
 
 Then the same model's forward logits (4 x 128 tokens) and ``--train-steps`` fp32 training steps
 (forward, backward, AdamW) with adaptive eager on against op by op from the same weights: the largest
 difference of the logits and of the losses (the goal: within 1e-6), and the first steps' extra time
-(recording, compiling) over the last step, with the compile time the metrics report for them.
+(recording, compiling) over the last step, with the compile time and the merged ops the metrics
+report for them.
 
 ``--cpu-time`` times the process's CPU time with one intra-op thread (both sides) instead of wall
 time: on a shared machine wall time measures the scheduler. ``--check`` exits with status 1 when the
@@ -100,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-time", action="store_true",
                         help="time the process's CPU time with one intra-op thread (robust to machine load)")
     parser.add_argument("--train-steps", type=int, default=4)
+    parser.add_argument("--compile-after", type=int, default=None,
+                        help="ends of a trace before its kernel is compiled "
+                             "(default: TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER or 8)")
     args = parser.parse_args(argv)
+    if args.compile_after is not None:
+        adaptive.set_compile_after(args.compile_after)
     if args.cpu_time:
         eager.CLOCK = time.process_time
         torch.set_num_threads(1)
@@ -131,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         adaptive.set_enabled(True)
         adaptive.reset_adaptive_eager_metrics()
         first = []
-        for _ in range(3):  # record, then compile (a trace compiles when it is seen again), then hit
+        for _ in range(3):  # record, run op by op until a trace ends compile_after() times, compile, hit
             t0 = clock()
             tokens = run(dev_model, dprompt)()
             sync(device)
@@ -166,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  warm-up decodes      {', '.join(f'{t * 1e3:.0f}' for t in first)} ms "
           f"(extra over a steady decode: {(sum(first) - 3 * steady):.2f} s)")
     print(f"  compile time         {warm['compile_time_s']:.2f} s in {warm['compiles']} kernels "
-          f"({warm['compile_failures']} refused)")
+          f"({warm['compile_failures']} refused) during the warm-up decodes; a trace compiles at its "
+          f"end number {adaptive.compile_after()}")
     print(f"  tokens equal to CPU  {same}")
     per_run = {k: (v / args.repeats if isinstance(v, (int, float)) else v) for k, v in counters.items()}
     print("  counters per timed decode: " + ", ".join(
@@ -180,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(f'{t * 1e3:.0f}' for t in ref_times)} ms")
     print(f"  first steps' extra   {sum(times) - len(times) * times[-1]:.2f} s over the last step, "
           f"compile time {trained['compile_time_s']:.2f} s in {trained['compiles']} kernels "
-          f"({trained['compile_failures']} refused, {trained['kernel_failures']} failed)")
+          f"({trained['compile_failures']} refused, {trained['kernel_failures']} failed), "
+          f"{trained['merged_ops']} ops merged in {trained['kernel_hits']} kernel runs")
     if args.check and (ratio > GOAL or not same or not logits_diff <= TOL or not loss_diff <= TOL):
         return 1
     return 0

@@ -110,6 +110,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_adaptive_set_compiler", [](py::object fn) {
     torch_neuronx::adaptive::set_compiler(fn.is_none() ? nullptr : fn.ptr());
   });
+  m.def("_adaptive_set_compile_after", [](int n) { torch_neuronx::adaptive::set_compile_after(n); });
+  m.def("_adaptive_compile_after", []() { return torch_neuronx::adaptive::compile_after(); });
   m.def("_adaptive_last_error", []() { return torch_neuronx::adaptive::last_error(); });
   m.def("_set_log_sink", [](py::object fn) {
     torch_neuronx::set_log_sink(fn.is_none() ? nullptr : fn.ptr());

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: ``TORCH_NEURONX_*`` variables a child keeps: the execution mode the suite runs in
 #: (``TORCH_NEURONX_ADAPTIVE_EAGER=1 pytest`` runs the children with it too).
-INHERITED = ("TORCH_NEURONX_ADAPTIVE_EAGER",)
+INHERITED = ("TORCH_NEURONX_ADAPTIVE_EAGER", "TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER")
 
 #: Variables describing one launched process; a child launcher sets its own.
 _PER_PROCESS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")

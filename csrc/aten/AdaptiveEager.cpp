@@ -94,7 +94,32 @@ constexpr int kMaxVariants = 8;      // children of one node with the same op be
 constexpr size_t kMaxNodes = 200000;  // trie size bound
 constexpr size_t kMaxTraceOps = 512;  // ops per merge
 constexpr size_t kMinCompileOps = 3;  // shorter traces run op by op
-constexpr int kCompileAfter = 2;      // a trace is compiled when it ends for the second time
+
+// A trace's kernel is compiled when the trace ends for the compile_after-th
+// time (TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER, default 8, at least 1); until
+// then it runs op by op. A compile costs seconds and a merged run saves
+// microseconds, so only what repeats is worth compiling: decode and training
+// repeat each segment every layer and every token or step and reach the count
+// within their first steps, while a sweep of distinct ops and shapes (OpInfo)
+// repeats a trace a few times and compiles almost nothing.
+constexpr int kDefaultCompileAfter = 8;
+int read_compile_after() {
+  const char* v = std::getenv("TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER");
+  if (v == nullptr || *v == '\0') {
+    return kDefaultCompileAfter;
+  }
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == nullptr || *end != '\0' || n < 1) {
+    std::fprintf(stderr,
+                 "torch_neuronx: TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER=%s is not an integer >= 1; "
+                 "using %d (set it to the number of times a trace must end before it is compiled)\n",
+                 v, kDefaultCompileAfter);
+    return kDefaultCompileAfter;
+  }
+  return static_cast<int>(std::min<long>(n, 1 << 30));
+}
+std::atomic<int> g_compile_after{read_compile_after()};
 
 enum Tag : int64_t {
   kTagNone = 1, kTagBool, kTagInt, kTagDouble, kTagIntList, kTagDoubleList, kTagBoolList,
@@ -307,7 +332,8 @@ struct Prepared {
 struct Stats {
   int64_t queued_ops = 0, recorded_ops = 0, cut_ops = 0, flushes = 0, kernel_hits = 0,
           kernel_misses = 0, merged_ops = 0, replayed_ops = 0, compiles = 0,
-          compile_failures = 0, kernel_failures = 0, compile_time_ns = 0, dead_flushes = 0;
+          compile_failures = 0, kernel_failures = 0, compile_time_ns = 0, dead_flushes = 0,
+          waiting_flushes = 0;
 };
 
 std::mutex g_mutex;
@@ -1174,8 +1200,12 @@ void execute_queued(Node* end) {
   }
   const size_t n = g_trace.ops.size();
   Kernel& kernel = end->kernels[mask];
-  if (kernel.fn == nullptr && !kernel.failed && n >= kMinCompileOps && end->ends >= kCompileAfter) {
-    compile(kernel, live);
+  if (kernel.fn == nullptr && !kernel.failed && n >= kMinCompileOps) {
+    if (end->ends >= g_compile_after.load(std::memory_order_relaxed)) {
+      compile(kernel, live);
+    } else {
+      g_stats.waiting_flushes++;
+    }
   }
   if (kernel.fn != nullptr && !kernel.failed) {
     if (run_kernel(kernel, live)) {
@@ -1299,6 +1329,13 @@ bool touches_trace(const c10::OperatorHandle& op, const torch::jit::Stack& stack
 
 std::atomic<bool> g_enabled{read_env()};
 std::atomic<bool> g_pending{false};
+
+namespace {
+// A storage resize (UntypedStorage.resize_: FSDP2 frees a parameter's
+// unsharded storage after use and gives it new memory before the next) may
+// free or replace memory a queued op reads: what is queued runs first.
+const bool g_flush_before_resize = (set_before_storage_resize(&flush_pending), true);
+} // namespace
 
 bool intercept(
     const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack, RunFn run) {
@@ -1502,6 +1539,7 @@ std::unordered_map<std::string, int64_t> stats() {
       {"kernel_failures", g_stats.kernel_failures},
       {"compile_time_ns", g_stats.compile_time_ns},
       {"dead_flushes", g_stats.dead_flushes},
+      {"waiting_flushes", g_stats.waiting_flushes},
       {"cached_kernels", kernels},
       {"trie_nodes", static_cast<int64_t>(g_nodes.size())},
   };
@@ -1538,6 +1576,14 @@ void set_compiler(void* py_callable) {
   Py_XINCREF(fn);
   Py_XDECREF(g_compiler);
   g_compiler = fn;
+}
+
+void set_compile_after(int n) {
+  g_compile_after.store(std::max(n, 1), std::memory_order_relaxed);
+}
+
+int compile_after() {
+  return g_compile_after.load(std::memory_order_relaxed);
 }
 
 std::string last_error() {

@@ -72,6 +72,11 @@ void clear_cache();
 // torch_neuronx.adaptive), and the text of the last compile error.
 void set_compiler(void* py_callable);
 std::string last_error();
+// How many times a trace must end before its kernel is compiled (the ends
+// before run op by op); at least 1. Initialised from
+// TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER (default 8).
+void set_compile_after(int n);
+int compile_after();
 
 } // namespace adaptive
 } // namespace torch_neuronx

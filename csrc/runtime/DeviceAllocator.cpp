@@ -587,7 +587,18 @@ c10::Allocator* routing_cpu_allocator() {
   return &g_routing_allocator;
 }
 
+namespace {
+std::atomic<void (*)()> g_before_storage_resize{nullptr};
+} // namespace
+
+void set_before_storage_resize(void (*fn)()) {
+  g_before_storage_resize.store(fn, std::memory_order_release);
+}
+
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  if (auto* before = g_before_storage_resize.load(std::memory_order_acquire)) {
+    before();
+  }
   c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
   TORCH_CHECK(
       impl->resizable(),

@@ -17,13 +17,16 @@ TOL = 1e-6
 
 @pytest.fixture
 def on():
-    """Adaptive eager on with no recorded trace; the previous state back afterwards."""
-    previous = adaptive.enabled()
+    """Adaptive eager on with no recorded trace, compiling a trace when it ends the second time (the
+    tests count compiles and hits from there); the previous state back afterwards."""
+    previous, previous_after = adaptive.enabled(), adaptive.compile_after()
     adaptive.clear_cache()
     adaptive.set_enabled(True)
+    adaptive.set_compile_after(2)
     adaptive.reset_adaptive_eager_metrics()
     yield
     adaptive.set_enabled(previous)
+    adaptive.set_compile_after(previous_after)
     adaptive.install()  # the regular compiler, in case a test replaced it
 
 
@@ -49,6 +52,61 @@ def test_merged_kernel_equals_op_by_op_and_counts_a_hit(on):
     assert m["merged_ops"] == 14 and m["compile_time_s"] > 0
     for r in results:
         torch.testing.assert_close(r, expected, atol=TOL, rtol=0)
+
+
+def test_a_trace_is_compiled_only_once_it_has_ended_compile_after_times(on):
+    adaptive.set_compile_after(4)
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    expected = chain(x, w)
+    dx, dw = x.to("neuron"), w.to("neuron")
+    # end 1 records, ends 2 and 3 run the queued ops op by op (waiting), end 4 compiles, 4-6 hit
+    results = [chain(dx, dw).cpu() for _ in range(6)]
+    m = metrics()
+    assert m["recorded_ops"] == 7 and m["waiting_flushes"] == 2 and m["replayed_ops"] == 14
+    assert m["compiles"] == 1 and m["kernel_hits"] == 3 and m["kernel_misses"] == 2
+    for r in results:
+        torch.testing.assert_close(r, expected, atol=TOL, rtol=0)
+
+
+def test_compile_after_rejects_a_count_below_one_and_reads_its_variable():
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="integer >= 1"):
+            adaptive.set_compile_after(bad)
+    import subprocess
+    import sys
+
+    from tests.processes import job_env
+
+    def child(value: str | None) -> subprocess.CompletedProcess:
+        env = job_env()
+        env.pop("TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER", None)
+        if value is not None:
+            env["TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER"] = value
+        code = "import torch, torch_neuronx.adaptive as a; print(a.compile_after())"
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              timeout=300, check=True)
+
+    assert child("3").stdout.split()[-1] == "3"
+    bad = child("many")
+    assert bad.stdout.split()[-1] == "8" and "is not an integer >= 1" in bad.stderr
+    assert child(None).stdout.split()[-1] == "8"
+
+
+def test_a_storage_resize_runs_the_queued_ops_that_read_the_storage_first(on):
+    # FSDP2 frees a parameter's unsharded memory (UntypedStorage.resize_(0)) once the forward has
+    # used it, while the ops that read it may still be queued: they must run before the memory goes.
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, 16)
+    expected = chain(x, w)
+    dx = x.to("neuron")
+    for _ in range(4):  # recorded, then queued (op by op, then the kernel)
+        dw = w.to("neuron")
+        y = chain(dx, dw)
+        dw.untyped_storage().resize_(0)
+        torch.testing.assert_close(y.cpu(), expected, atol=TOL, rtol=0)
+    m = metrics()
+    assert m["queued_ops"] >= 14 and m["kernel_hits"] >= 1 and m["kernel_failures"] == 0
 
 
 def test_dead_intermediates_are_not_materialized_but_live_ones_are(on):

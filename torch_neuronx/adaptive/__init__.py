@@ -3,8 +3,10 @@
 Eager ops on ``neuron`` are queued by the C++ recorder (``csrc/aten/AdaptiveEager.cpp``); each run
 of queued ops is executed at the next cut as one Inductor kernel compiled by
 :mod:`torch_neuronx.adaptive.compiler`, cached by op sequence, input metadata, scalar arguments and
-live results. A sequence seen for the first time runs op by op while it is recorded; a kernel that
-cannot be compiled leaves its trace running op by op. Reading a value (``.item()``, ``.cpu()``,
+live results. A sequence seen for the first time runs op by op while it is recorded, and so does a
+sequence seen fewer than :func:`compile_after` times (``TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER``,
+default 8): only sequences that repeat are compiled. A kernel that cannot be compiled leaves its
+trace running op by op. Reading a value (``.item()``, ``.cpu()``,
 ``print``), ``torch.neuron.synchronize()``, an op outside the allow-list, a device change and
 deterministic mode cut a merge. Counters: :func:`get_adaptive_eager_metrics`.
 """
@@ -19,8 +21,9 @@ from .metrics import AdaptiveEagerMetrics, get_adaptive_eager_metrics, reset_ada
 
 ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
 
-__all__ = ["AdaptiveEagerMetrics", "clear_cache", "enabled", "flush", "get_adaptive_eager_metrics",
-           "last_compile_error", "reset_adaptive_eager_metrics", "set_enabled"]
+__all__ = ["AdaptiveEagerMetrics", "clear_cache", "compile_after", "enabled", "flush",
+           "get_adaptive_eager_metrics", "last_compile_error", "reset_adaptive_eager_metrics",
+           "set_compile_after", "set_enabled"]
 
 
 def _compile(description: Any) -> Any:
@@ -75,6 +78,24 @@ def flush() -> None:
 def clear_cache() -> None:
     """Forgets every recorded trace and compiled kernel (runs what is queued first)."""
     _C._adaptive_clear_cache()
+
+
+def compile_after() -> int:
+    """How many times a recorded op sequence must end (be flushed) before its kernel is compiled;
+    until then it runs op by op. From ``TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER`` (an integer >= 1,
+    default 8; another value prints a message on stderr and uses 8)."""
+    return int(_C._adaptive_compile_after())
+
+
+def set_compile_after(count: int) -> None:
+    """Sets :func:`compile_after` for the process (kernels already compiled stay).
+
+    Raises ``ValueError`` when ``count`` is not an integer >= 1.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"compile_after must be an integer >= 1 (the number of times a trace ends "
+                         f"before its kernel is compiled), got {count!r}")
+    _C._adaptive_set_compile_after(count)
 
 
 def last_compile_error() -> str:

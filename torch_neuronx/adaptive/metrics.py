@@ -18,6 +18,8 @@ class AdaptiveEagerMetrics(TypedDict):
     ``compiles`` / ``compile_failures`` / ``kernel_failures``: kernels built, refused by Inductor,
     or failing at run time (their traces run op by op from then on); ``compile_time_s``: seconds
     spent compiling; ``dead_flushes``: flushes with no live result (nothing had to run);
+    ``waiting_flushes``: flushes of queued traces long enough to compile that ran op by op because
+    the trace had ended fewer than :func:`~torch_neuronx.adaptive.compile_after` times;
     ``cached_kernels``: compiled kernels in memory; ``trie_nodes``: recorded op positions.
     """
 
@@ -34,6 +36,7 @@ class AdaptiveEagerMetrics(TypedDict):
     kernel_failures: int
     compile_time_s: float
     dead_flushes: int
+    waiting_flushes: int
     cached_kernels: int
     trie_nodes: int
 

@@ -58,6 +58,7 @@ READ: Final[dict[str, str]] = {
     "TORCH_NEURONX_ADAPTIVE_EAGER": "adaptive/__init__.py, csrc/aten/AdaptiveEager.cpp",
     "TORCH_NEURONX_ADAPTIVE_VERIFY": "csrc/aten/AdaptiveEager.cpp",
     "TORCH_NEURONX_ADAPTIVE_CHECK_RUNS": "csrc/aten/AdaptiveEager.cpp",
+    "TORCH_NEURONX_ADAPTIVE_COMPILE_AFTER": "csrc/aten/AdaptiveEager.cpp",
     "TORCH_NEURONX_ADAPTIVE_DEBUG": "csrc/aten/AdaptiveEager.cpp, adaptive/compiler.py",
     "TORCH_NEURONX_ADAPTIVE_VIEWS": "csrc/aten/AdaptiveEager.cpp",
     "TORCH_NEURONX_ADAPTIVE_GRAD": "csrc/aten/AdaptiveEager.cpp",
