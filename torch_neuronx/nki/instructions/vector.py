@@ -307,12 +307,14 @@ def reduce_axes(axis: Any, ndim: int, api: str, desc: str, any_free: bool = Fals
             (the ``nl`` reductions, whose access pattern the compiler permutes) -- not the trailing free
             axes (``nisa.tensor_reduce``: "must be the last contiguous free dimension(s)").
     """
-    if axis is None:
+    given = None if axis is None else tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if given is not None and any(not -ndim <= int(a) < ndim for a in given):
+        raise err_reduce_axis_not_trailing_free(f"'{api}' over axis {axis} of {desc}: an axis is out of range "
+                                                f"for a {ndim}-D tile (valid: {-ndim} .. {ndim - 1})")
+    if given is None:
         axes = tuple(range(1, ndim))
-    elif isinstance(axis, (list, tuple)):
-        axes = tuple(int(a) % ndim if ndim else int(a) for a in axis)
     else:
-        axes = (int(axis) % ndim,)
+        axes = tuple(int(a) % ndim for a in given)
     axes = tuple(sorted(set(axes)))
     if not axes or 0 in axes:
         raise err_reduce_axis_not_trailing_free(f"'{api}' over axis {axis} of {desc}: the partition axis 0 cannot "
@@ -405,6 +407,17 @@ def tensor_copy_dynamic(dst: NkiTensor, src: NkiTensor, *, engine: Any = None, m
                        cycles=cost_model.dynamic_copy_cycles(free_size(dst.shape)))
 
 
+def _is_number(value: Any) -> bool:
+    """True for a Python / NumPy / ``ml_dtypes`` number (anything ``float()`` takes but a string)."""
+    if isinstance(value, (str, bytes)):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
            name: str | None = None) -> NkiInstruction:
     """``dst = value`` (Vector or GpSimd Engine). Packed MX types: value 0 only.
@@ -418,6 +431,8 @@ def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
         value = value.get()
     if is_tile(value):
         raise err_invalid_instruction_argument(f"'{api}': value must be a compile-time constant, got a tile")
+    if not _is_number(value):
+        raise err_invalid_instruction_argument(f"'{api}': value must be a number, got {value!r}")
     if dtypes.is_packed(dst.dtype) and float(value) != 0.0:
         raise err_invalid_instruction_argument(f"'{api}': only value=0 is supported for {dst.describe()}")
     half = float(value) == 0.0 and dst.dtype in (dtypes.bfloat16, dtypes.float16)
@@ -858,6 +873,10 @@ def select_reduce(dst: NkiTensor, predicate: NkiTensor, on_true: NkiTensor, on_f
     samep(api, on_true=p, predicate=operand(predicate, api, "predicate"), dst=operand(dst, api, "dst"))
     if on_true.buffer.kind == "psum" and predicate.buffer.kind == "psum":
         raise err_unsupported_memory(f"'{api}': on_true and predicate cannot both be in PSUM")
+    # "on_true, dst, and predicate must have identical shapes (same number of partitions and elements
+    # per partition)" (nki.isa.select_reduce)
+    same_elements(api, on_true, dst)
+    same_elements(api, predicate, dst)
     with sim.instruction(name or api, "vector", cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())) as ins:
         pr = ins.read(predicate, raw=True).reshape(dst.shape) != 0
         if reverse_pred:

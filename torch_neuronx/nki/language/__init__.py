@@ -196,7 +196,7 @@ def _hints(api: str, kwargs: dict) -> None:
 
 def program_id(axis: int) -> int:
     """Index of this program instance along launch-grid ``axis`` (``kernel[g0, g1](...)``)."""
-    return current().program_id(int(axis))
+    return current().program_id(axis)
 
 
 def num_programs(axes: Any = None) -> int:

@@ -214,7 +214,7 @@ def no_reorder() -> Any:
 
 def program_id(axis: int = 0) -> int:
     """This program's index along launch-grid ``axis`` (the core of an LNC=2 launch: 0 or 1)."""
-    return current().program_id(int(axis))
+    return current().program_id(axis)
 
 
 def num_programs(axes: Any = None) -> int:
