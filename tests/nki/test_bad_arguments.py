@@ -110,3 +110,36 @@ def test_program_id_axis_must_be_an_integer(front):
         return a
     with pytest.raises(E.err_invalid_program_axis, match="must be an integer"):
         k(A)
+
+
+def test_tensor_scalar_op1_without_operand1_is_an_error_not_a_zero_operand():
+    # nki.isa.tensor_scalar: "op1 and operand1 are optional, but must be None (default values) when
+    # unused"; a missing operand1 used to be taken as 0 (x * 0 = 0 with no error)
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=_sb(a), op0=nl.add, operand0=1.0, op1=nl.multiply)
+        return a
+    with pytest.raises(E.err_invalid_instruction_argument, match="op1 given without operand1"):
+        k(A)
+
+    @nki.jit
+    def both(a):
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=_sb(a), op0=nl.add, operand0=1.0, op1=nl.multiply, operand1=0.5)
+        r = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=r, src=o)
+        return r
+    np.testing.assert_array_equal(both(A), (A + 1.0) * 0.5)
+
+
+@pytest.mark.parametrize("pattern", [[[64]], [[64, 128], [1, -1]], [64, 128]])
+def test_an_access_pattern_entry_must_be_a_step_and_a_count(pattern):
+    @nki.jit
+    def k(a):
+        v = _sb(a).ap(pattern=pattern, offset=0)
+        o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=v)
+        return o
+    with pytest.raises(E.err_invalid_instruction_argument, match=r"\[step, num\] pair|num \(element count\)"):
+        k(A)

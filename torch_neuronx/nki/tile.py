@@ -791,11 +791,19 @@ class NkiTensor(_TileOps):
         add a runtime offset on ``indirect_dim`` (AWS's "NKI Access Patterns" deep dive).
 
         Raises:
+            err_invalid_instruction_argument: an entry of ``pattern`` is not a ``[step, num]`` pair, or a
+                num is negative.
             err_partition_stride_not_supported: on SBUF/PSUM, the first stride is not the storage's free
                 element count.
             err_tensor_access_out_of_bound: the pattern leaves the storage.
         """
+        if not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in pattern):
+            raise err_invalid_instruction_argument(
+                f"{self.describe()}.ap(pattern={pattern!r}): each pattern entry is a [step, num] pair")
         pat = [[int(s), int(n)] for s, n in pattern]
+        if any(n < 0 for _, n in pat):
+            raise err_invalid_instruction_argument(
+                f"{self.describe()}.ap(pattern={pattern!r}): a pattern's num (element count) is negative")
         dt = self.dtype if dtype is None else dtypes.as_dtype(dtype)
         st = self.storage
         old_isz, new_isz = dtypes.np_dtype(self.dtype).itemsize, dtypes.np_dtype(dt).itemsize

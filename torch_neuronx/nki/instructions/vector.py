@@ -240,6 +240,8 @@ def tensor_scalar(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, *, r
     samep(api, data=p, dst=operand(dst, api, "dst"))
     if op1 is None and operand1 is not None:
         raise err_invalid_instruction_argument(f"'{api}': operand1 given without op1")
+    if op1 is not None and operand1 is None:                 # "must be None (default values) when unused"
+        raise err_invalid_instruction_argument(f"'{api}': op1 given without operand1")
     if op1 is not None and is_bitvec(op0) != is_bitvec(op1):
         raise err_invalid_instruction_argument(f"'{api}': op0 and op1 must both be bitvec or both arithmetic")
     gpsimd_no_psum(eng, api, data=data, dst=dst, operand0=operand0, operand1=operand1)
