@@ -387,3 +387,83 @@ def test_sequence_bounds_of_the_pages_example():
         return _hbm(o)
     out = k(np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3]], np.float32))
     np.testing.assert_array_equal(out, [[[9, 1, 1, 3, 3, 3, 9, 7, 7], [-1, 3, 3, 6, 6, 6, -1, 9, 9]]])
+
+
+# --- the remaining instructions and loops without a test of their own ----------------------------------
+_SEQ = np.arange(1, 8 * 16 + 1, dtype=np.float32).reshape(8, 16)
+
+
+def test_dropout_zeroes_elements_and_keeps_the_others_unscaled():
+    # nki.isa.dropout: "probability of replacing elements with zeros" (no rescaling on the page)
+    @nki.jit(platform_target="trn2")
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dropout(dst=o, data=_sb(a), prob=0.5)
+        keep = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dropout(dst=keep, data=_sb(a), prob=0.0)
+        return _hbm(o), _hbm(keep)
+    a = _RNG.uniform(1.0, 2.0, (128, 256)).astype(np.float32)
+    half, keep = k(a)
+    assert np.all((half == 0) | (half == a))
+    assert 0.45 < np.mean(half == 0) < 0.55
+    np.testing.assert_array_equal(keep, a)
+
+
+def test_dma_compute_adds_its_sources():
+    @nki.jit(platform_target="trn2")
+    def k(a, b):
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(dst=o, srcs=[a, b], reduce_op=nl.add)
+        return o
+    np.testing.assert_array_equal(k(_SEQ, 2 * _SEQ), 3 * _SEQ)
+
+
+def test_rand2_is_uniform_in_its_range_on_neuroncore_v4():
+    @nki.jit(platform_target="trn3")
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.rand2(dst=o, min=-2.0, max=3.0)
+        return _hbm(o)
+    v = k(np.zeros((128, 512), np.float32))
+    assert v.min() >= -2.0 and v.max() < 3.0
+    assert abs(float(v.mean()) - 0.5) < 0.05 and len(np.unique(v)) > 60000
+
+
+def test_fori_loop_and_while_loop_run_their_bodies():
+    @nki.jit(platform_target="trn2")
+    def k(a):
+        t = _sb(a)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+
+        def add(i):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nl.fori_loop(0, 5, add)                       # 5 times
+        count = nisa.register_alloc()
+        nisa.register_move(count, 3)
+
+        def again(c):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            nxt = nisa.register_alloc()
+            nisa.register_move(nxt, c.get() - 1)
+            return nxt
+        nl.while_loop(count, again)                   # 3 more times
+        return _hbm(acc)
+    np.testing.assert_array_equal(k(_SEQ), 8 * _SEQ)
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_prod_and_expand_dims(front):
+    jit, lang = FRONTS[front]
+    x = _RNG.uniform(0.5, 1.5, (8, 16)).astype(np.float32)
+
+    @jit
+    def k(a):
+        o = lang.ndarray((8, 1), dtype=lang.float32, buffer=lang.shared_hbm)
+        lang.store(o, lang.prod(lang.load(a), axis=1, keepdims=True))
+        e = lang.ndarray((8, 1, 16), dtype=lang.float32, buffer=lang.shared_hbm)
+        lang.store(e, lang.expand_dims(lang.load(a), 1))
+        return o, e
+    p, e = k(x)
+    np.testing.assert_allclose(p, x.prod(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(e, x[:, None, :])
