@@ -143,3 +143,81 @@ def test_an_access_pattern_entry_must_be_a_step_and_a_count(pattern):
         return o
     with pytest.raises(E.err_invalid_instruction_argument, match=r"\[step, num\] pair|num \(element count\)"):
         k(A)
+
+
+def test_a_store_of_none_is_an_error_not_nan():
+    # np.float32(None) is NaN: nl.store(o, None) wrote NaN into the output with no error
+    @legacy.jit
+    def k(a):
+        o = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, None)
+        return o
+    with pytest.raises(E.err_invalid_instruction_argument, match="a tensor or a number"):
+        k(A)
+
+    @legacy.jit
+    def fill(a):
+        o = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, 3.0)
+        return o
+    np.testing.assert_array_equal(fill(A), np.full((4, 4), 3.0, np.float32))
+
+
+@pytest.mark.parametrize("index", [1.5, None, True, [0, 1]])
+def test_an_index_of_another_type_is_an_nki_error(index):
+    # a float, None, a bool or a list reached slice code (AttributeError: no attribute 'step')
+    @legacy.jit
+    def k(a):
+        t = lnl.ndarray((4, lnl.par_dim(128), 64), dtype=lnl.float32, buffer=lnl.sbuf)
+        t[index] = lnl.load(a)
+        return a
+    with pytest.raises(E.err_invalid_instruction_argument):
+        k(A)
+
+
+def test_fractional_slice_bounds_and_nl_ds_starts_are_errors_integral_ones_work():
+    @legacy.jit
+    def frac(a):
+        o = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, lnl.load(a[lnl.ds(0.5, 4), :]))       # int() read rows 0..3
+        return o
+    with pytest.raises(E.err_invalid_instruction_argument, match="not an integer"):
+        frac(A)
+
+    @legacy.jit
+    def neg(a):
+        o = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, lnl.load(a[lnl.ds(-1, 4), :]))
+        return o
+    with pytest.raises(E.err_tensor_access_out_of_bound, match="start is negative"):
+        neg(A)
+
+    @legacy.jit
+    def half(a):
+        o = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, lnl.load(a[a.shape[0] / 32:a.shape[0] / 16, :]))   # 4.0:8.0
+        return o
+    np.testing.assert_array_equal(half(A), A[4:8])
+
+    @legacy.jit
+    def sl(a):
+        o = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(o, lnl.load(a[0.5:4.5, :]))
+        return o
+    with pytest.raises(E.err_invalid_instruction_argument, match="not an integer"):
+        sl(A)
+
+
+@pytest.mark.parametrize("front", ["current", "legacy"])
+@pytest.mark.parametrize("args", [(2.5,), ("4",), (0, 4, 0)])
+def test_loop_bounds_must_be_integers_and_the_step_non_zero(front, args):
+    # nl.affine_range(2.5) ran 2 iterations and nl.sequential_range("4") 4 (int() of each bound)
+    lang, jit = (nl, nki.jit) if front == "current" else (lnl, legacy.jit)
+
+    @jit
+    def k(a):
+        for _ in lang.sequential_range(*args):
+            pass
+        return a
+    with pytest.raises(E.err_invalid_instruction_argument):
+        k(A)

@@ -30,7 +30,7 @@ from ..errors import (err_invalid_instruction_argument, err_num_partition_mismat
 from ..indexing import IndexExpr, Mask, as_mask_array
 from ..ops import (BINARY, UNARY, binary, is_bitvec, op_name, reduce_fn, reduce_identity, unary)
 from ..tile import NkiTensor, is_tile
-from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, issue, operand,
+from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, is_number, issue, operand,
                      pick_engine, require_generation, same_elements, samep, scalar_operand)
 from .constants import engine_name
 from .constants import reduce_cmd as _reduce_cmd
@@ -409,17 +409,6 @@ def tensor_copy_dynamic(dst: NkiTensor, src: NkiTensor, *, engine: Any = None, m
                        cycles=cost_model.dynamic_copy_cycles(free_size(dst.shape)))
 
 
-def _is_number(value: Any) -> bool:
-    """True for a Python / NumPy / ``ml_dtypes`` number (anything ``float()`` takes but a string)."""
-    if isinstance(value, (str, bytes)):
-        return False
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
            name: str | None = None) -> NkiInstruction:
     """``dst = value`` (Vector or GpSimd Engine). Packed MX types: value 0 only.
@@ -433,7 +422,7 @@ def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
         value = value.get()
     if is_tile(value):
         raise err_invalid_instruction_argument(f"'{api}': value must be a compile-time constant, got a tile")
-    if not _is_number(value):
+    if not is_number(value):
         raise err_invalid_instruction_argument(f"'{api}': value must be a number, got {value!r}")
     if dtypes.is_packed(dst.dtype) and float(value) != 0.0:
         raise err_invalid_instruction_argument(f"'{api}': only value=0 is supported for {dst.describe()}")
