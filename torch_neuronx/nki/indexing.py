@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from .errors import (err_cannot_assign_to_index,
-                     err_control_flow_condition_depending_on_arange, err_invalid_instruction_argument)
+                     err_control_flow_condition_depending_on_arange, err_invalid_instruction_argument,
+                     err_tensor_access_out_of_bound)
 
-__all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int"]
+__all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int", "as_int"]
 
 
 def _val(x: Any) -> Any:
@@ -32,6 +33,27 @@ def _val(x: Any) -> Any:
 def is_int(x: Any) -> bool:
     """True for Python / NumPy integers (bool excluded)."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def as_int(x: Any, what: str) -> int:
+    """``x`` as an ``int`` for an index, slice bound or loop bound: a Python / NumPy integer, a float with
+    an integral value (``n / 2``), or an object with an integer value (``int(x)``: a loop register).
+
+    Raises:
+        err_invalid_instruction_argument: a fractional float, a string, ``None``, a bool or anything else
+            ``int()`` would truncate or refuse (``what`` names the argument).
+    """
+    if is_int(x):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        if float(x).is_integer():
+            return int(x)
+    elif not isinstance(x, (str, bytes, bool, np.bool_)) and x is not None and hasattr(x, "__int__"):
+        try:
+            return int(x)
+        except (TypeError, ValueError):
+            pass
+    raise err_invalid_instruction_argument(f"{what}: {x!r} is not an integer")
 
 
 class IndexExpr:
@@ -219,12 +241,18 @@ mgrid = _MGrid()
 def ds(start: Any, size: int) -> Any:
     """``nl.ds(start, size)``: the slice ``start:start+size`` (a :class:`DynamicSlice` when ``start`` is
     a runtime value)."""
-    if is_int(start):
-        return slice(int(start), int(start) + int(size), 1)
+    n = as_int(size, "nl.ds size")
+    if n < 0:
+        raise err_invalid_instruction_argument(f"nl.ds({start!r}, {size!r}): the size is negative")
     if isinstance(start, IndexExpr) and start.values.size == 1:
-        s = int(start.values.reshape(-1)[0])
-        return slice(s, s + int(size), 1)
-    return DynamicSlice(start, size)
+        start = int(start.values.reshape(-1)[0])
+    if is_int(start) or isinstance(start, (float, np.floating)):
+        s = as_int(start, "nl.ds start")
+        if s < 0:
+            # a negative start is not Python's count from the end: the slice would read nothing or wrap
+            raise err_tensor_access_out_of_bound(f"nl.ds({start!r}, {size!r}): the start is negative")
+        return slice(s, s + n, 1)
+    return DynamicSlice(start, n)
 
 
 def as_mask_array(mask: Any, shape: tuple) -> np.ndarray | None:

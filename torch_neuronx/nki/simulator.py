@@ -41,7 +41,8 @@ import numpy as np
 from . import context, dtypes
 from .cost_model import Timeline
 from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
-                     err_invalid_program_axis, err_leading_dimension_of_tensor_must_be_partition,
+                     err_invalid_instruction_argument, err_invalid_program_axis,
+                     err_leading_dimension_of_tensor_must_be_partition,
                      err_lifetime_conflict,
                      err_num_partition_exceed_arch_limit,
                      err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
@@ -233,6 +234,28 @@ class Core:
         self.phys = PhysicalMap(p)
 
 
+def _dimension(size: Any, shape: Any, name: str) -> int:
+    """One dimension of a new tensor's shape as an ``int``: a Python / NumPy integer, or a float with an
+    integral value (``n / 2`` in a kernel).
+
+    Raises:
+        err_invalid_instruction_argument: a negative, fractional or non-numeric size (``int()`` would
+            truncate ``4.5`` to a 4-element axis with no error).
+    """
+    value: Any = None
+    if isinstance(size, (int, np.integer)):
+        value = int(size)
+    elif isinstance(size, (float, np.floating)):
+        value = float(size)
+    elif not isinstance(size, (str, bytes)) and hasattr(size, "__int__"):
+        value = int(size)                                 # a one-element value / register read as an int
+    if value is None or value != value or value < 0 or (isinstance(value, float) and not value.is_integer()):
+        raise err_invalid_instruction_argument(
+            f"shape {tuple(shape)!r} of '{name or 'tensor'}': every dimension must be a non-negative integer, "
+            f"got {size!r}")
+    return int(value)
+
+
 class NeuronCoreSim:
     """One program instance of a launch, running on a :class:`Core`.
 
@@ -295,7 +318,7 @@ class NeuronCoreSim:
         dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         pdim = next((i for i, s in enumerate(shape) if isinstance(s, ParDim)), 0)
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(_dimension(s, shape, name) for s in shape)
         if buf.kind in ON_CHIP and not shape:
             shape = (1, 1)                                  # on-chip tensors are >= 2-D
         elif buf.kind in ON_CHIP and len(shape) == 1:
@@ -572,12 +595,15 @@ class NeuronCoreSim:
             sacc.put(rd, np.maximum(cur, end), m)
 
     # ---- SPMD -----------------------------------------------------------------------------------
-    def program_id(self, axis: int) -> int:
+    def program_id(self, axis: Any) -> int:
         """Index of this program instance along launch-grid ``axis``.
 
         Raises:
-            err_invalid_program_axis: ``axis`` >= the grid's rank.
+            err_invalid_program_axis: ``axis`` is not an integer, or >= the grid's rank.
         """
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+            raise err_invalid_program_axis(f"program_id({axis!r}): the axis must be an integer")
+        axis = int(axis)
         grid = self.grid
         if not grid and axis == 0:
             return 0

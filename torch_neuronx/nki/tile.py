@@ -37,7 +37,7 @@ from .errors import (err_1d_arange_not_supported, err_ambiguous_tensor_truth_val
                      err_failed_to_infer_tile_from_local_tensor, err_indirect_indices_free_dim,
                      err_invalid_instruction_argument, err_partition_stride_not_supported,
                      err_unsupported_mixing_basic_advanced_tensor_indexing)
-from .indexing import DynamicSlice, IndexExpr, is_int
+from .indexing import DynamicSlice, IndexExpr, as_int, is_int
 from .memory import ON_CHIP, Buffer
 
 __all__ = ["ParDim", "par_dim", "Storage", "NkiTensor", "Access", "is_tile", "broadcast_shape",
@@ -791,11 +791,19 @@ class NkiTensor(_TileOps):
         add a runtime offset on ``indirect_dim`` (AWS's "NKI Access Patterns" deep dive).
 
         Raises:
+            err_invalid_instruction_argument: an entry of ``pattern`` is not a ``[step, num]`` pair, or a
+                num is negative.
             err_partition_stride_not_supported: on SBUF/PSUM, the first stride is not the storage's free
                 element count.
             err_tensor_access_out_of_bound: the pattern leaves the storage.
         """
+        if not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in pattern):
+            raise err_invalid_instruction_argument(
+                f"{self.describe()}.ap(pattern={pattern!r}): each pattern entry is a [step, num] pair")
         pat = [[int(s), int(n)] for s, n in pattern]
+        if any(n < 0 for _, n in pat):
+            raise err_invalid_instruction_argument(
+                f"{self.describe()}.ap(pattern={pattern!r}): a pattern's num (element count) is negative")
         dt = self.dtype if dtype is None else dtypes.as_dtype(dtype)
         st = self.storage
         old_isz, new_isz = dtypes.np_dtype(self.dtype).itemsize, dtypes.np_dtype(dt).itemsize
@@ -976,20 +984,20 @@ def _normalize(key: Any, ndim: int) -> tuple[list, int]:
 
 
 def _slice_range(k: slice, n: int) -> tuple[int, int, int]:
-    step = 1 if k.step is None else int(k.step)
+    step = 1 if k.step is None else as_int(k.step, f"slice {k!r} step")
     if step == 0:
         raise err_invalid_instruction_argument("slice step 0")
     if step > 0:
-        start = 0 if k.start is None else int(k.start)
-        stop = n if k.stop is None else int(k.stop)
+        start = 0 if k.start is None else as_int(k.start, f"slice {k!r} start")
+        stop = n if k.stop is None else as_int(k.stop, f"slice {k!r} stop")
         if start < 0:
             start += n
         if stop < 0:
             stop += n
         length = max(0, (stop - start + step - 1) // step)
     else:
-        start = n - 1 if k.start is None else int(k.start)
-        stop = -1 if k.stop is None else int(k.stop)
+        start = n - 1 if k.start is None else as_int(k.start, f"slice {k!r} start")
+        stop = -1 if k.stop is None else as_int(k.stop, f"slice {k!r} stop")
         if k.start is not None and start < 0:
             start += n
         if k.stop is not None and stop < 0:
@@ -1045,6 +1053,10 @@ def _basic(t: NkiTensor, comps: list) -> NkiTensor:
             offset += i * s
             int_dims.append(d)
             continue
+        if not isinstance(c, slice):
+            raise err_invalid_instruction_argument(
+                f"index {c!r} (dimension {d}) of {t.describe()}: an index is an integer, a slice, nl.ds, an "
+                "nl.arange / nl.mgrid expression or an index tile")
         start, step, length = _slice_range(c, n)
         if length:
             last = start + (length - 1) * step

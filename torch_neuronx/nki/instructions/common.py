@@ -61,6 +61,17 @@ def same_elements(api: str, a: NkiTensor, b: NkiTensor, what: str = "") -> None:
             f"'{api}': {a.describe()} and {b.describe()} differ in elements per partition {what}".strip())
 
 
+def is_number(value: Any) -> bool:
+    """True for a Python / NumPy / ``ml_dtypes`` number (anything ``float()`` takes but a string)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def free_size(shape: tuple) -> int:
     """Elements per partition of a tile shape (N of the cost formulas)."""
     return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1

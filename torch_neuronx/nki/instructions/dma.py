@@ -26,7 +26,8 @@ from ..errors import (err_exceed_max_supported_dimension, err_invalid_instructio
 from ..indexing import as_mask_array
 from ..ops import binary, op_name
 from ..tile import NkiTensor, is_tile
-from .common import (NkiInstruction, check_memory, count, free_size, issue, operand, require_generation)
+from .common import (NkiInstruction, check_memory, count, free_size, is_number, issue, operand,
+                     require_generation)
 from .constants import dge_mode as _dge_mode, engine_name, oob_mode as _oob_mode
 
 __all__ = ["dma_copy", "load", "store", "load_transpose2d", "dma_transpose", "dma_compute", "dma_cost", "dma_chunks"]
@@ -115,6 +116,9 @@ def dma_copy(dst: NkiTensor, src: Any, mask: Any = None, *, api: str = "dma_copy
     """
     sim = current()
     _no_psum(api, dst=dst, src=src)
+    if not is_tile(src) and not is_number(src):
+        # np.float32(None) is NaN: a store of None used to write NaN with no error
+        raise err_invalid_instruction_argument(f"'{api}': the source must be a tensor or a number, got {src!r}")
     skip = _check_modes(api, dge_mode, oob_mode, engine)
     if is_tile(src) and src.buffer.kind != "hbm":
         src.check_partition_layout()

@@ -30,7 +30,7 @@ from ..errors import (err_invalid_instruction_argument, err_num_partition_mismat
 from ..indexing import IndexExpr, Mask, as_mask_array
 from ..ops import (BINARY, UNARY, binary, is_bitvec, op_name, reduce_fn, reduce_identity, unary)
 from ..tile import NkiTensor, is_tile
-from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, issue, operand,
+from .common import (NkiInstruction, VirtualRegister, f32, free_size, gpsimd_no_psum, is_number, issue, operand,
                      pick_engine, require_generation, same_elements, samep, scalar_operand)
 from .constants import engine_name
 from .constants import reduce_cmd as _reduce_cmd
@@ -240,6 +240,8 @@ def tensor_scalar(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, *, r
     samep(api, data=p, dst=operand(dst, api, "dst"))
     if op1 is None and operand1 is not None:
         raise err_invalid_instruction_argument(f"'{api}': operand1 given without op1")
+    if op1 is not None and operand1 is None:                 # "must be None (default values) when unused"
+        raise err_invalid_instruction_argument(f"'{api}': op1 given without operand1")
     if op1 is not None and is_bitvec(op0) != is_bitvec(op1):
         raise err_invalid_instruction_argument(f"'{api}': op0 and op1 must both be bitvec or both arithmetic")
     gpsimd_no_psum(eng, api, data=data, dst=dst, operand0=operand0, operand1=operand1)
@@ -307,12 +309,14 @@ def reduce_axes(axis: Any, ndim: int, api: str, desc: str, any_free: bool = Fals
             (the ``nl`` reductions, whose access pattern the compiler permutes) -- not the trailing free
             axes (``nisa.tensor_reduce``: "must be the last contiguous free dimension(s)").
     """
-    if axis is None:
+    given = None if axis is None else tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if given is not None and any(not -ndim <= int(a) < ndim for a in given):
+        raise err_reduce_axis_not_trailing_free(f"'{api}' over axis {axis} of {desc}: an axis is out of range "
+                                                f"for a {ndim}-D tile (valid: {-ndim} .. {ndim - 1})")
+    if given is None:
         axes = tuple(range(1, ndim))
-    elif isinstance(axis, (list, tuple)):
-        axes = tuple(int(a) % ndim if ndim else int(a) for a in axis)
     else:
-        axes = (int(axis) % ndim,)
+        axes = tuple(int(a) % ndim for a in given)
     axes = tuple(sorted(set(axes)))
     if not axes or 0 in axes:
         raise err_reduce_axis_not_trailing_free(f"'{api}' over axis {axis} of {desc}: the partition axis 0 cannot "
@@ -418,6 +422,8 @@ def memset(dst: NkiTensor, value: Any, *, engine: Any = None, mask: Any = None,
         value = value.get()
     if is_tile(value):
         raise err_invalid_instruction_argument(f"'{api}': value must be a compile-time constant, got a tile")
+    if not is_number(value):
+        raise err_invalid_instruction_argument(f"'{api}': value must be a number, got {value!r}")
     if dtypes.is_packed(dst.dtype) and float(value) != 0.0:
         raise err_invalid_instruction_argument(f"'{api}': only value=0 is supported for {dst.describe()}")
     half = float(value) == 0.0 and dst.dtype in (dtypes.bfloat16, dtypes.float16)
@@ -858,6 +864,10 @@ def select_reduce(dst: NkiTensor, predicate: NkiTensor, on_true: NkiTensor, on_f
     samep(api, on_true=p, predicate=operand(predicate, api, "predicate"), dst=operand(dst, api, "dst"))
     if on_true.buffer.kind == "psum" and predicate.buffer.kind == "psum":
         raise err_unsupported_memory(f"'{api}': on_true and predicate cannot both be in PSUM")
+    # "on_true, dst, and predicate must have identical shapes (same number of partitions and elements
+    # per partition)" (nki.isa.select_reduce)
+    same_elements(api, on_true, dst)
+    same_elements(api, predicate, dst)
     with sim.instruction(name or api, "vector", cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())) as ins:
         pr = ins.read(predicate, raw=True).reshape(dst.shape) != 0
         if reverse_pred:

@@ -21,7 +21,7 @@ from ..context import active, current
 from ..dtypes import (bf16, bfloat16, bool_, finfo, float8_e4m3, float8_e5m2, float16, float32, fp16, fp32,
                       int8, int16, int32, tf32, tfloat32, uint8, uint16, uint32)
 from ..errors import err_invalid_instruction_argument
-from ..indexing import IndexExpr, Mask, arange, ds, mgrid
+from ..indexing import IndexExpr, Mask, arange, as_int, ds, mgrid
 from ..limits import tile_size
 from ..memory import hbm, private_hbm, psum, sbuf, shared_hbm
 from ..tile import NkiTensor, install_operators, is_tile, par_dim
@@ -161,7 +161,9 @@ def gemm_stationary_grid() -> Any:
 # ---- loops and SPMD --------------------------------------------------------------------------------
 def _loop(kind: str, args: tuple) -> Iterator[int]:
     sim = active()
-    ints = tuple(int(getattr(a, "value", a)) for a in args)
+    ints = tuple(as_int(getattr(a, "value", a), f"nl.{kind}_range bound") for a in args)
+    if len(ints) == 3 and ints[2] == 0:
+        raise err_invalid_instruction_argument(f"nl.{kind}_range{tuple(args)!r}: the step is 0")
     return sim.loop(kind, *ints) if sim else iter(range(*ints))
 
 
@@ -196,7 +198,7 @@ def _hints(api: str, kwargs: dict) -> None:
 
 def program_id(axis: int) -> int:
     """Index of this program instance along launch-grid ``axis`` (``kernel[g0, g1](...)``)."""
-    return current().program_id(int(axis))
+    return current().program_id(axis)
 
 
 def num_programs(axes: Any = None) -> int:

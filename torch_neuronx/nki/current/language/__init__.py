@@ -21,7 +21,7 @@ from ...dtypes import (bfloat16, bool_, finfo, float4_e2m1fn_x4, float8_e4m3, fl
                        float8_e5m2, float8_e5m2_x4, float8_e8m0fnu, float16, float32, fp32, int8, int16, int32,
                        tfloat32, uint8, uint16, uint32)
 from ...errors import err_invalid_instruction_argument
-from ...indexing import ds
+from ...indexing import as_int, ds
 from ...instructions import VirtualRegister
 from ...limits import TileSize, tile_size
 from ...memory import Buffer, Placement, hbm, is_hbm, is_on_chip, is_psum, is_sbuf, private_hbm, psum, sbuf, shared_hbm
@@ -163,7 +163,10 @@ def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
 def _ints(start: Any, stop: Any = None, step: Any = 1) -> list[int]:
     """``range`` arguments from ints or registers (``stop`` None: ``range(start)``)."""
     vals = [start] if stop is None else [start, stop, step]
-    return [int(v.get()) if isinstance(v, VirtualRegister) else int(v) for v in vals]
+    ints = [int(v.get()) if isinstance(v, VirtualRegister) else as_int(v, "range bound") for v in vals]
+    if len(ints) == 3 and ints[2] == 0:
+        raise err_invalid_instruction_argument(f"range({start!r}, {stop!r}, {step!r}): the step is 0")
+    return ints
 
 
 def affine_range(start: Any, stop: Any = None, step: int = 1) -> Iterator[int]:
@@ -214,7 +217,7 @@ def no_reorder() -> Any:
 
 def program_id(axis: int = 0) -> int:
     """This program's index along launch-grid ``axis`` (the core of an LNC=2 launch: 0 or 1)."""
-    return current().program_id(int(axis))
+    return current().program_id(axis)
 
 
 def num_programs(axes: Any = None) -> int:
