@@ -110,14 +110,18 @@ def test_first_host_fallback_of_each_op_is_logged_once_at_info(py):
     assert "aten::mul.Tensor x3" in r.stderr, r.stderr
 
 
-def test_host_fallback_records_follow_the_application_logging_setup(py):
-    r = py("""
+# a child preamble: every record of the torch_neuronx logger kept as (level, logger, message) in `records`
+_KEEP_RECORDS = """
         import logging, torch
         records = []
         class Keep(logging.Handler):
             def emit(self, record):
                 records.append((record.levelname, record.name, record.getMessage()))
-        logging.getLogger('torch_neuronx').addHandler(Keep())
+        logging.getLogger('torch_neuronx').addHandler(Keep())"""
+
+
+def test_host_fallback_records_follow_the_application_logging_setup(py):
+    r = py(_KEEP_RECORDS + """
         (torch.ones(2, dtype=torch.float64, device='neuron') * 3).cpu()   # INFO not enabled: dropped
         print(len([r for r in records if 'host fallback' in r[2]]))
         logging.getLogger('torch_neuronx').setLevel(logging.INFO)
@@ -129,13 +133,7 @@ def test_host_fallback_records_follow_the_application_logging_setup(py):
 
 
 def test_out_of_memory_is_logged_as_an_error_record(py):
-    r = py("""
-        import logging, torch
-        records = []
-        class Keep(logging.Handler):
-            def emit(self, record):
-                records.append((record.levelname, record.name, record.getMessage()))
-        logging.getLogger('torch_neuronx').addHandler(Keep())
+    r = py(_KEEP_RECORDS + """
         try:
             torch.empty(100 << 20, dtype=torch.uint8, device='neuron')
         except torch.OutOfMemoryError as e:

@@ -54,27 +54,27 @@ def _kernel(offset: int, helper: str = "static inline float helper(float v) { re
     return _KERNEL.replace("HELPER", helper).replace("OFFSET", str(offset))
 
 
+def _check_built(kernels, offsets, libraries):
+    """Builds ``kernels``: ``libraries`` distinct libraries, kernel i computing 2 * x + offsets[i]."""
+    built = kernel_bundle.load_kernels(kernels)
+    assert len({f.__module__ for f in built}) == libraries
+    x = torch.arange(4.0)
+    for offset, f in zip(offsets, built, strict=True):
+        out = torch.empty(4)
+        f(x, out, 4)
+        assert torch.equal(out, 2 * x + offset)
+
+
 def test_kernels_that_cannot_share_a_library_are_built_one_by_one():
     types_ = ["const float*", "float*", "int64_t"]
-    x = torch.arange(4.0)
     # each defines the same static helper: one translation unit refuses it, each alone builds
     kernels = [(types_, _kernel(1)), (types_, _kernel(2))]
     assert kernel_bundle.bundle_source(kernels) is not None
-    built = kernel_bundle.load_kernels(kernels)
-    assert len({f.__module__ for f in built}) == 2
-    for offset, f in zip((1, 2), built, strict=True):
-        out = torch.empty(4)
-        f(x, out, 4)
-        assert torch.equal(out, 2 * x + offset)
+    _check_built(kernels, offsets=(1, 2), libraries=2)
     # distinct helpers share one library
     shared = [(types_, _kernel(i, f"static inline float helper{i}(float v) {{ return 2 * v; }}")
                .replace("helper(", f"helper{i}(")) for i in (3, 4)]
-    built = kernel_bundle.load_kernels(shared)
-    assert len({f.__module__ for f in built}) == 1
-    for offset, f in zip((3, 4), built, strict=True):
-        out = torch.empty(4)
-        f(x, out, 4)
-        assert torch.equal(out, 2 * x + offset)
+    _check_built(shared, offsets=(3, 4), libraries=1)
     # not bundled: a source with two definitions, an argument type the bindings do not parse
     assert kernel_bundle.bundle_source([(types_, _kernel(1) + _kernel(2)), (types_, _kernel(3))]) is None
     assert kernel_bundle.bundle_source([(["double"], _kernel(1)), (types_, _kernel(2))]) is None

@@ -191,13 +191,13 @@ class KernelBundleCompile(AsyncCompile):
         self._kernels: list[tuple[list[str], str]] = []
 
     def cpp_pybinding(self, argtypes: list[str], source_code: str) -> Any:
-        """Records the kernel; its callable replaces the returned placeholder in :meth:`wait`."""
+        """Records the kernel; its built function replaces the returned pending handle in :meth:`wait`."""
         self._kernels.append((list(argtypes), source_code))
         return _PendingKernel(len(self._kernels) - 1)
 
     def wait(self, scope: dict[str, Any]) -> None:
         """Builds the recorded kernels (:func:`load_kernels`), puts each callable in ``scope`` in
-        place of its placeholder, then waits for anything else as Inductor does."""
+        place of its pending handle, then waits for anything else as Inductor does."""
         kernels, self._kernels = self._kernels, []
         if kernels:
             built = load_kernels(kernels)
