@@ -18,7 +18,8 @@ compilation; the device is synchronized around every timed region):
 
 Ratios: compiled neuron ÷ Inductor CPU, as medians' ratio and as ``paired`` (the median over repeats
 of the two runs made one after the other; the goal ≤ 1.03 is judged on it, as it cancels the
-machine's slower drift), and compiled neuron ÷ eager neuron (expect < 1). ``--check`` exits with
+machine's slower drift; its 95% confidence interval is printed beside it: a goal is certified when the
+interval's upper end meets it), and compiled neuron ÷ eager neuron (expect < 1). ``--check`` exits with
 status 1 when a goal is missed.
 
 Note: attention is ``attn_implementation="eager"`` because SDPA on neuron cannot be traced by
@@ -35,6 +36,7 @@ import sys
 import time
 
 import torch
+from stats import median_ci
 
 LLAMA = dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
@@ -62,7 +64,8 @@ def compare(fns: dict, repeats: int, warmup: int) -> dict:
     """Median seconds per entry of ``fns`` (name → (callable, device)), runs interleaved.
 
     Also ``"paired"``: the median over repeats of ``neuron`` seconds ÷ ``inductor_cpu`` seconds of the
-    same repeat (run one after the other), which cancels the machine's slower drift.
+    same repeat (run one after the other), which cancels the machine's slower drift, and
+    ``"paired_ci"``: its 95% confidence interval (``stats.median_ci``).
     """
     for _ in range(warmup):
         for fn, _dev in fns.values():
@@ -75,8 +78,9 @@ def compare(fns: dict, repeats: int, warmup: int) -> dict:
             fn, dev = fns[k]
             times[k].append(timed(fn, dev))
     out = {k: statistics.median(v) for k, v in times.items()}
-    out["paired"] = statistics.median(
-        n / c for n, c in zip(times["neuron"], times["inductor_cpu"], strict=True))
+    paired = [n / c for n, c in zip(times["neuron"], times["inductor_cpu"], strict=True)]
+    out["paired"] = statistics.median(paired)
+    out["paired_ci"] = median_ci(paired)
     return out
 
 
@@ -164,17 +168,18 @@ def main(argv=None) -> int:
         "inductor_cpu": (decode(cpu, prompt, compile_config=cpu_cc), cpu_dev),
         "neuron": (decode(nc, dprompt), nd),
         "eager_neuron": (decode(ne, dprompt, disable_compile=True), nd)}, args.repeats, warmup=2)
-    results["decode_step"] = {k: (v if k == "paired" else v / NEW_TOKENS) for k, v in t.items()}
+    results["decode_step"] = {k: (v if k.startswith("paired") else v / NEW_TOKENS) for k, v in t.items()}
 
     missed = []
     print(f"{'benchmark':12} {'inductor CPU':>13} {'neuron comp.':>13} {'neuron eager':>13} "
-          f"{'comp/ind.CPU':>13} {'paired':>7} {'comp/eager':>11}")
+          f"{'comp/ind.CPU':>13} {'paired (95% CI)':>20} {'comp/eager':>11}")
     for name in ("forward", "train_step", "decode_step"):
         r = results[name]
         a, b = r["neuron"] / r["inductor_cpu"], r["neuron"] / r["eager_neuron"]
         r["neuron/inductor_cpu"], r["neuron/eager_neuron"] = a, b
+        lo, hi = r["paired_ci"]
         print(f"{name:12} {r['inductor_cpu'] * 1e3:>10.2f} ms {r['neuron'] * 1e3:>10.2f} ms "
-              f"{r['eager_neuron'] * 1e3:>10.2f} ms {a:>13.3f} {r['paired']:>7.3f} {b:>11.3f}")
+              f"{r['eager_neuron'] * 1e3:>10.2f} ms {a:>13.3f} {r['paired']:>7.3f} ({lo:.3f}-{hi:.3f}) {b:>11.3f}")
         for key, goal in GOALS.items():
             if r[key] > goal:
                 missed.append(f"{name} {key} {r[key]:.3f} > {goal}")

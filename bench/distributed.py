@@ -39,6 +39,8 @@ import subprocess
 import sys
 import time
 
+from stats import median_ci
+
 GOAL_RATIO = 0.95  # neuron bus bandwidth / gloo bus bandwidth, sizes >= GOAL_FROM_BYTES
 GOAL_FROM_BYTES = 64 * 1024
 
@@ -82,25 +84,6 @@ def _median_time(fn, repeats: int, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-def median_ci(values: list[float], level: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median of ``values`` (order statistics).
-
-    The interval runs from the k-th smallest to the k-th largest value, with k the largest rank whose
-    binomial(n, 1/2) tail probability on each side is at most (1 - level) / 2; with fewer than 6
-    values no such k exists and the whole range is returned.
-    """
-    import math
-
-    xs, n = sorted(values), len(values)
-    tail, k = 0.0, 0
-    for j in range(n // 2):
-        tail += math.comb(n, j) / 2**n   # P(fewer than j + 1 values below the median)
-        if tail > (1 - level) / 2:
-            break
-        k = j + 1
-    return (xs[k - 1], xs[n - k]) if k else (xs[0], xs[-1])
 
 
 def worker_allreduce(max_mib: int) -> dict:

@@ -17,7 +17,8 @@ Two ratios are printed for each model benchmark: ``ratio``, the device's median 
 and ``paired``, the median over repeats of device time ÷ CPU time of the two runs made one after the
 other. The paired ratio cancels drift that lasts longer than one pair (the machine's own speed moves by
 several percent between runs of this script, on both sides alike), so its noise floor is narrower;
-the goals are judged on it. Run with ``--device cpu`` to see both noise floors.
+the goals are judged on it. Its 95% confidence interval is printed beside it: a goal is certified when
+the interval's upper end meets it. Run with ``--device cpu`` to see both noise floors.
 
 ``--cpu-time`` measures the process's CPU time (``time.process_time``) with one intra-op thread
 instead of wall-clock time with the default threads: on a machine shared with other work, wall time
@@ -40,6 +41,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from stats import median_ci
 
 # name -> (goal, what the goal bounds)
 GOALS = {
@@ -77,9 +79,10 @@ def timed(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def compare(cpu_fn: Callable[[], object], dev_fn: Callable[[], object], device: torch.device,
-            repeats: int, warmup: int) -> tuple[float, float, float]:
+            repeats: int, warmup: int) -> tuple[float, float, float, tuple[float, float]]:
     """Median seconds of ``cpu_fn`` and ``dev_fn`` over ``repeats`` interleaved runs after ``warmup``,
-    and the median over repeats of the paired ratio (device seconds ÷ CPU seconds of one repeat)."""
+    the median over repeats of the paired ratio (device seconds ÷ CPU seconds of one repeat), and the
+    paired ratio's 95% confidence interval (``stats.median_ci``)."""
     cpu = torch.device("cpu")
     for _ in range(warmup):
         cpu_fn()
@@ -93,11 +96,11 @@ def compare(cpu_fn: Callable[[], object], dev_fn: Callable[[], object], device: 
         else:
             t_dev.append(timed(dev_fn, device))
             t_cpu.append(timed(cpu_fn, cpu))
-    paired = statistics.median(d / c for c, d in zip(t_cpu, t_dev, strict=True))
-    return statistics.median(t_cpu), statistics.median(t_dev), paired
+    paired = [d / c for c, d in zip(t_cpu, t_dev, strict=True)]
+    return statistics.median(t_cpu), statistics.median(t_dev), statistics.median(paired), median_ci(paired)
 
 
-def bench_add(device: torch.device, repeats: int) -> dict:
+def bench_add(device: torch.device, repeats: int) -> tuple[float, float, float, tuple[float, float]]:
     """(CPU, device) seconds per 16-element ``torch.add`` (median of loops of ``ADD_OPS`` ops)."""
     a, b = torch.randn(16), torch.randn(16)
     da, db = a.to(device), b.to(device)
@@ -108,9 +111,9 @@ def bench_add(device: torch.device, repeats: int) -> dict:
                 torch.add(x, y)
         return run
 
-    t_cpu, t_dev, paired = compare(loop(a, b), loop(da, db), device, repeats, warmup=1)
+    t_cpu, t_dev, paired, paired_ci = compare(loop(a, b), loop(da, db), device, repeats, warmup=1)
     assert torch.equal(torch.add(da, db).cpu(), torch.add(a, b))
-    return t_cpu / ADD_OPS, t_dev / ADD_OPS, paired
+    return t_cpu / ADD_OPS, t_dev / ADD_OPS, paired, paired_ci
 
 
 def build_pair(device: torch.device):
@@ -182,14 +185,15 @@ def bench_llama(device: torch.device, repeats: int) -> dict:
     return out
 
 
-def _guarded(fn: Callable[[], tuple[float, float, float]]) -> dict:
-    """``{"cpu": s, "device": s, "paired": ratio}`` from ``fn()``, or ``{"error": message}`` if it raised."""
+def _guarded(fn: Callable[[], tuple[float, float, float, tuple[float, float]]]) -> dict:
+    """``{"cpu": s, "device": s, "paired": ratio, "paired_ci": (lo, hi)}`` from ``fn()``, or
+    ``{"error": message}`` if it raised."""
     try:
-        t_cpu, t_dev, paired = fn()
+        t_cpu, t_dev, paired, paired_ci = fn()
     except Exception as e:  # noqa: BLE001  (a benchmark must report a broken op, not stop the others)
         first_line = (str(e).strip().splitlines() or [""])[0]
         return {"error": f"{type(e).__name__}: {first_line}"[:200]}
-    return {"cpu": t_cpu, "device": t_dev, "paired": paired}
+    return {"cpu": t_cpu, "device": t_dev, "paired": paired, "paired_ci": paired_ci}
 
 
 def run_bench(device: str = "neuron", repeats: int = 15) -> dict:
@@ -233,7 +237,7 @@ def print_table(result: dict) -> None:
     print(f"\neager benchmark: {dev} vs cpu, {result['threads']} threads, torch {torch.__version__}"
           f"{', process CPU time' if CLOCK is time.process_time else ''}")
     print(f"forward logits {dev} vs cpu: max abs diff {result['logits_max_abs_diff']:.2e}\n")
-    head = (f"{'benchmark':<44}{'cpu':>11}{dev:>11}{'ratio':>8}{'paired':>8}{'added':>11}   "
+    head = (f"{'benchmark':<44}{'cpu':>11}{dev:>11}{'ratio':>8}{'paired (95% CI)':>20}{'added':>11}   "
             f"{'goal':<16}{'met':<4}")
     print(head)
     print("-" * len(head))
@@ -250,7 +254,8 @@ def print_table(result: dict) -> None:
             added = f"{r['added'] * 1e3:+.1f} ms"
             goal = f"paired ≤ {r['goal']:.2f}"
         met = "yes" if r["met"] else "NO"
-        print(f"{labels[name]:<44}{cpu_s:>11}{dev_s:>11}{r['ratio']:>8.2f}{r['paired']:>8.2f}{added:>11}   "
+        ci = f"{r['paired']:.2f} ({r['paired_ci'][0]:.2f}-{r['paired_ci'][1]:.2f})"
+        print(f"{labels[name]:<44}{cpu_s:>11}{dev_s:>11}{r['ratio']:>8.2f}{ci:>20}{added:>11}   "
               f"{goal:<16}{met:<4}")
     met = sum(r["met"] for r in result["rows"].values())
     print(f"\n{met}/{len(result['rows'])} goals met")
