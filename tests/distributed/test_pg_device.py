@@ -14,3 +14,12 @@ def test_group_device_and_state_dict_paths():
     assert proc.returncode == 0, report(proc)
     counts = {int(r): int(n) for r, n in re.findall(r"\[rank (\d)\] CHECKS (\d+)", proc.stdout)}
     assert counts == {0: 15, 1: 15}, report(proc)
+
+
+def test_cpu_gloo_in_the_backend_string_serves_cpu_and_async_save(tmp_path):
+    """"cpu:gloo,neuron:neuron" keeps its cpu:gloo part (c10d drops it for a Python group): the group
+    lists both devices and DCP's async_save, which requires a CPU backend, saves and loads back."""
+    proc = torchrun("pg_cpu_gloo", 2, str(tmp_path / "ckpt"))
+    assert proc.returncode == 0, report(proc)
+    counts = {int(r): int(n) for r, n in re.findall(r"\[rank (\d)\] CHECKS (\d+)", proc.stdout)}
+    assert counts == {0: 7, 1: 7}, report(proc)

@@ -146,6 +146,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
         # object: PyTorch cannot build one in Python); collectives keep coming to the methods below.
         self._register_backend(torch.device(BACKEND_NAME), dist.ProcessGroup.BackendType.CUSTOM, None)
 
+    def serve_cpu_as_gloo(self) -> None:
+        """Registers this group's gloo transport as its backend for device ``cpu``.
+
+        What c10d does for a backend string mapping ``cpu`` to ``gloo`` (``"cpu:gloo,neuron:neuron"``):
+        the group then lists ``cpu`` in ``_device_types`` beside ``neuron``, which
+        ``torch.distributed.checkpoint.async_save`` requires and which makes object collectives run
+        on CPU tensors (``_get_object_coll_device``), as with ``"cpu:gloo,cuda:nccl"``. CPU tensors
+        passed to this group's collectives go to the same gloo transport as ever.
+        """
+        self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
+
     # ----------------------------------------------------------------- identity
     def getBackendName(self) -> str:  # noqa: N802  (C++ virtual name)
         return BACKEND_NAME

@@ -6,6 +6,7 @@ torch) and creates nothing until ``init_process_group("neuron")``.
 """
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import torch.distributed as dist
@@ -28,7 +29,11 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     (:func:`.rendezvous.fill_root_comm_id`), checks one rank per core
     (:func:`.rendezvous.claim_core`) and starts this process's heartbeat (used
     to name a rank that died); a sub-group installs the TP-degree check
-    (:func:`.tp_degree.install_forward_check`).
+    (:func:`.tp_degree.install_forward_check`). A backend string that also maps
+    ``cpu`` to ``gloo`` (``"cpu:gloo,neuron:neuron"``, the form CUDA users write
+    as ``"cpu:gloo,cuda:nccl"``) registers the group's gloo transport for CPU
+    tensors as well (:meth:`NeuronProcessGroup.serve_cpu_as_gloo`), so the group
+    reports both devices, as c10d's own groups do for such a string.
 
     Args:
         opts: ``torch.distributed._DistributedBackendOptions`` (store,
@@ -44,6 +49,8 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
         rendezvous.fill_root_comm_id(opts.store, opts.group_size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
     pg = NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, global_ranks)
+    if _requested_device_backends().get("cpu") == "gloo":
+        pg.serve_cpu_as_gloo()
     if not dist.is_initialized():
         rendezvous.claim_core(opts.store, opts.group_rank, opts.group_size)
         pg.start_heartbeat(opts.store)
@@ -53,6 +60,25 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
         # on it get their TP degree checked against their heads before their first forward.
         tp_degree.install_forward_check()
     return pg
+
+
+def _requested_device_backends() -> dict[str, str]:
+    """The device → backend map of the ``init_process_group`` / ``new_group`` call creating a group.
+
+    c10d hands a creator only the store, ranks and timeout, not the backend string; a string such as
+    ``"cpu:gloo,neuron:neuron"`` is visible only in the caller, ``_new_process_group_helper``, whose
+    ``backend_config`` this reads (read-only) from the call stack. And because c10d keeps a Python
+    ``ProcessGroup`` returned by a creator as the whole group, the ``cpu:gloo`` part of such a string
+    would otherwise be dropped. Returns ``{}`` when no such caller is found (a direct call).
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_new_process_group_helper":
+            config = frame.f_locals.get("backend_config")
+            get_map = getattr(config, "get_device_backend_map", None)
+            return dict(get_map()) if callable(get_map) else {}
+        frame = frame.f_back  # type: ignore[assignment]
+    return {}
 
 
 def register() -> None:

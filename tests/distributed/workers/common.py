@@ -8,10 +8,11 @@ import torch
 import torch.distributed as dist
 
 
-def init(timeout_s: float = 60.0) -> torch.device:
-    """Joins the default group with backend "neuron" (registered by ``import torch``'s autoload)
-    and returns this rank's device (neuron:<LOCAL_RANK>)."""
-    dist.init_process_group("neuron", timeout=timedelta(seconds=timeout_s))
+def init(timeout_s: float = 60.0, backend: str = "neuron") -> torch.device:
+    """Joins the default group with ``backend`` ("neuron", registered by ``import torch``'s autoload,
+    or a device map such as "cpu:gloo,neuron:neuron") and returns this rank's device
+    (neuron:<LOCAL_RANK>)."""
+    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
     return torch.device("neuron", torch.neuron.current_device())
 
 
