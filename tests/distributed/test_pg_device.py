@@ -22,4 +22,4 @@ def test_cpu_gloo_in_the_backend_string_serves_cpu_and_async_save(tmp_path):
     proc = torchrun("pg_cpu_gloo", 2, str(tmp_path / "ckpt"))
     assert proc.returncode == 0, report(proc)
     counts = {int(r): int(n) for r, n in re.findall(r"\[rank (\d)\] CHECKS (\d+)", proc.stdout)}
-    assert counts == {0: 7, 1: 7}, report(proc)
+    assert counts == {0: 8, 1: 8}, report(proc)

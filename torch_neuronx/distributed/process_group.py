@@ -284,9 +284,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             TypeError: a reduction of a float8/int16/uint16/uint32/uint64 tensor (see
                 :func:`.aliases.check_reducible`).
+            RuntimeError: a reduction with ``ReduceOp.PREMUL_SUM``, which the gloo transport lacks
+                (gloo raises RuntimeError too; the message names the fix).
         """
         if reduces:
             check_reducible(op, outputs if outputs is not None else [])
+            if opts is not None and getattr(opts, "reduceOp", None) == dist.ReduceOp.PREMUL_SUM:
+                raise RuntimeError(
+                    f"'neuron' process group: {op} with ReduceOp.PREMUL_SUM is not supported (its gloo "
+                    f"transport has no pre-multiplied sum). Multiply the tensor by the factor and use "
+                    f"ReduceOp.SUM (or ReduceOp.AVG for 1/world_size)."
+                )
         # Contiguous tensors (the usual case) are aliased as they are; staging only when needed.
         st: _Staging | None = None
         args: list[Any] = []
@@ -337,7 +345,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         """All-reduce each tensor in place (any shape, any dtype gloo reduces).
 
         Raises:
-            RuntimeError: from gloo for ``PREMUL_SUM``.
+            RuntimeError: for ``PREMUL_SUM``, naming the fix.
             TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64).
         """
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,

@@ -4,7 +4,8 @@ CPU backend) works.
 
 Checks, on every rank: the default group's ``_device_types`` are ``cpu`` and ``neuron`` and object
 collectives use ``cpu``; ``all_reduce`` sums a CPU tensor and a ``neuron`` tensor holding
-rank-dependent values; ``all_gather_object`` gathers every rank's object; a ``neuron`` model's
+rank-dependent values; ``PREMUL_SUM`` is refused before any transfer with the fix named, and the
+next collective works; ``all_gather_object`` gathers every rank's object; a ``neuron`` model's
 state dict saved with ``async_save`` into argv[1] loads back (``dcp.load``) into a model with other
 weights bit for bit. Prints "CHECKS <n>"."""
 from __future__ import annotations
@@ -36,6 +37,18 @@ def main() -> None:
         assert t.device.type == torch.device(device).type
         assert torch.equal(t.cpu(), torch.full((5,), want)), (device, t)
         checks += 1
+
+    # PREMUL_SUM is refused on every rank before any transfer (so the group stays in step), naming the fix.
+    t = torch.ones(3, device=DEV)
+    try:
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+    except RuntimeError as e:
+        assert "PREMUL_SUM" in str(e) and "ReduceOp.SUM" in str(e) and "alive" not in str(e), e
+    else:
+        raise AssertionError("PREMUL_SUM was not refused")
+    dist.all_reduce(t)
+    assert torch.equal(t.cpu(), torch.full((3,), float(WORLD))), t
+    checks += 1
 
     gathered: list = [None] * WORLD
     dist.all_gather_object(gathered, {"rank": RANK})
