@@ -106,3 +106,21 @@ def test_backward_of_a_two_core_matmul_pipeline():
         torch.testing.assert_close(out.cpu(), expected.detach().cpu(), rtol=1e-5, atol=1e-5)
         for got, w in zip((w0.grad.cpu(), w1.grad.cpu()), want, strict=True):
             torch.testing.assert_close(got, w, rtol=1e-5, atol=1e-5)
+
+
+def test_bare_device_factory_keeps_the_first_compiles_core_as_cuda_does():
+    # Dynamo guards on input devices, not on the current device: a bare device="neuron" factory
+    # keeps the core of its first compile (CUDA's behaviour with device="cuda", as the README
+    # says); passing the device as an argument follows the current core (one graph per core).
+    torch._dynamo.reset()
+    bare = torch.compile(lambda: torch.arange(4.0, device="neuron") * 2, backend="neuron")
+    given = torch.compile(lambda device: torch.arange(4.0, device=device) * 2, backend="neuron")
+    assert bare().device == torch.device("neuron:0")
+    with torch.neuron.device(2):
+        assert (lambda: torch.arange(4.0, device="neuron") * 2)().device == torch.device("neuron:2")
+        out = bare()
+        assert out.device == torch.device("neuron:0")
+        followed = given(f"neuron:{torch.neuron.current_device()}")
+        assert followed.device == torch.device("neuron:2")
+    for t in (out, followed):
+        torch.testing.assert_close(t.cpu(), torch.tensor([0.0, 2.0, 4.0, 6.0]))
