@@ -9,8 +9,8 @@ from torch_neuronx import nki
 import torch_neuronx.nki.language as nl
 import torch_neuronx.nki.typing as nt
 from torch_neuronx.nki.errors import NKIError
-from torch_neuronx.nki.torch_op import (NKI_OPS, clear_kernel_cache, kernel_cache, nki_op, tensor_to_numpy,
-                                        wrap_nki)
+from torch_neuronx.nki.torch_op import (NKI_OPS, SymbolicShapeError, clear_kernel_cache, kernel_cache, nki_op,
+                                        tensor_to_numpy, wrap_nki)
 
 
 @nki.jit
@@ -174,3 +174,28 @@ def test_unsigned_16_and_32_bit_tensors_are_kernel_inputs_and_outputs():
         out = xor_u32(torch.from_numpy(a).to("neuron"), torch.from_numpy(b).to("neuron"))
         assert out.device.type == "neuron" and out.dtype == t_dt
         np.testing.assert_array_equal(out.cpu().numpy(), a ^ b)
+
+
+def test_symbolic_shapes_are_refused_with_the_static_shape_fix():
+    # torch.export with a dynamic dimension traces the fake implementation with a SymInt size; it
+    # failed with "unhashable type: non-nested SymInt". The error now names the symbolic size and
+    # the ways to keep it static; static export still runs and matches eager.
+    a, b = _pair()
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return add(x, y)
+
+    n = torch.export.Dim("n")
+    with pytest.raises(SymbolicShapeError, match=r"shape \(256, s\d+\).*static shapes.*dynamic=False"):
+        torch.export.export(M(), (a, b), dynamic_shapes=({1: n}, {1: n}))
+    got = torch.export.export(M(), (a, b)).module()(a, b)
+    assert got.device == a.device
+    torch.testing.assert_close(got.cpu(), a.cpu() + b.cpu())
+
+
+def test_empty_input_names_the_empty_grid():
+    # zero rows give the grid [0 // 128] = [0]: no program instance runs and nothing is written
+    a = torch.ones(0, 64, device="neuron")
+    with pytest.raises(NKIError, match=r"empty grid \[0\].*no program instance ran.*skip the launch"):
+        add(a, a)

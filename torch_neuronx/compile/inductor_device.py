@@ -197,10 +197,29 @@ def describe_view_operand(arg: str) -> str:
     return f"({match[1]}, {match[2]}, {match[3]}, {match[4]})"
 
 
+def _graph_input_core() -> int | None:
+    """The one NeuronCore index of the graph's ``neuron`` inputs being generated (the core
+    :mod:`.device_pinning` makes current while the graph runs), or None (no such input, or
+    inputs on several cores)."""
+    from torch._inductor.virtualized import V
+
+    indices = set()
+    for value in V.graph.graph_inputs.values():
+        get_device = getattr(value, "get_device", None)
+        device = get_device() if get_device is not None else None
+        if device is not None and device.type == DEVICE:
+            indices.add(device.index)
+    indices.discard(None)
+    return next(iter(indices)) if len(indices) == 1 else None
+
+
 def _kernel_call_on_cpu(wrapper_cls: type) -> type:
     """``wrapper_cls`` whose C++ kernel calls are generated as for ``cpu``, whose ``neuron``
     buffers are allocated by :func:`~.wrapper_calls.empty_strided_neuron` (the direct allocator
-    Inductor gives ``cpu`` buffers, instead of ``torch.empty_strided(device=...)``), and whose
+    Inductor gives ``cpu`` buffers, instead of ``torch.empty_strided(device=...)``) on the current
+    core when they live on the inputs' core, else by
+    :func:`~.wrapper_calls.empty_strided_neuron_on` on their own core (each buffer on the core
+    eager gives it: Inductor emits no device guard for a non-GPU device), and whose
     extern matmuls take their view operands described (:func:`describe_view_operand`)."""
 
     class NeuronKernelCalls(wrapper_cls):
@@ -228,7 +247,11 @@ def _kernel_call_on_cpu(wrapper_cls: type) -> type:
             shape_s = self.codegen_python_shape_tuple(shape)
             allocation_s = self.codegen_python_shape_tuple(allocation_shape)
             stride_s = self.codegen_python_shape_tuple(stride)
-            out = f"{name} = empty_strided_neuron({allocation_s}, {stride_s}, {dtype})"
+            home = _graph_input_core()
+            if device.index is None or device.index == home:
+                out = f"{name} = empty_strided_neuron({allocation_s}, {stride_s}, {dtype})"
+            else:
+                out = f"{name} = empty_strided_neuron_on({device.index}, {allocation_s}, {stride_s}, {dtype})"
             if shape_s != allocation_s:
                 out += f".as_strided({shape_s}, {stride_s})"
             return out
@@ -289,9 +312,12 @@ def _make_wrapper_codegen():
             self.header.writeline(KERNEL_BUNDLE)
 
         def generate_after_suffix(self, result) -> None:
-            # The module's entry point goes through wrapper_calls.graph_call (adaptive eager).
+            # The module's entry point goes through wrapper_calls.graph_call (the inputs' core,
+            # adaptive eager).
             super().generate_after_suffix(result)
-            result.writeline("call = graph_call(call)")
+            # With the inputs' core, graph_call makes it current (plain Inductor emits no device
+            # guard for a non-GPU device).
+            result.writeline(f"call = graph_call(call, {_graph_input_core()})")
 
         @staticmethod
         def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):

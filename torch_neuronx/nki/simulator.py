@@ -635,6 +635,19 @@ class NeuronCoreSim:
         self.launch.barrier(self, tuple(int(c) for c in cores), what)
 
 
+def _empty_grid(grid: Sequence) -> bool:
+    """True when a dimension of the launch grid is a count of 0 (no program instance runs)."""
+    for g in grid:
+        if nc_axis(g):
+            continue
+        try:
+            if int(g) == 0:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
 def nc_axis(g: Any) -> bool:
     """True for a launch-grid axis spread over NeuronCores (``nl.nc(2)``)."""
     return bool(getattr(g, "is_nc", False))
@@ -1014,6 +1027,12 @@ def _run_kernel(fn: Callable, args: Sequence, kwargs: Mapping, grid: tuple, plat
     outs = _flatten_outputs(first_ret)
     fname = getattr(fn, "__name__", fn)
     if not outs and not params_writable:
+        if _empty_grid(grid):
+            raise err_tensor_output_not_written_to(
+                f"kernel '{fname}' launched with the empty grid {list(grid)}: no program instance ran, so "
+                "no output was written. A grid computed from an input's size (x.shape[0] // 128) is 0 "
+                "when the input has fewer rows than one tile (or none): skip the launch for an empty "
+                "input, or pad it to a whole tile")
         raise err_tensor_output_not_written_to(f"kernel '{fname}' returned no output tensor")
     if frontend == "current":
         returned = {id(o.storage) for o in outs if is_tile(o)}

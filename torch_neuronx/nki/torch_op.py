@@ -42,7 +42,9 @@ estimated latency and engine busy times on the estimate's platform (one extra si
 placeholders when the kernel ran on another platform, cached per signature and platform).
 
 Errors: ``RuntimeError`` for CPU or mixed-device tensor arguments (NKI kernels run on NeuronCores);
-``TypeError`` for dtypes NeuronCores lack (float64, int64, complex: convert first); kernel rule
+``TypeError`` for dtypes NeuronCores lack (float64, int64, complex: convert first);
+:class:`SymbolicShapeError` when traced with symbolic shapes (``dynamic=True``, ``torch.export``
+with ``dynamic_shapes``; kernels are compiled for static shapes); kernel rule
 violations raise the simulator's ``NKIError`` subclasses (``err_...`` names, see :mod:`.errors`).
 """
 from __future__ import annotations
@@ -234,6 +236,7 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     if not tensors:
         return NotImplemented
     if any(_is_fake(t) for t in tensors):
+        _reject_symbolic(kernel, args, kwargs, tensors)
         return _infer_outputs(kernel, args, kwargs, tensors)
     devices = {t.device for t in tensors}
     if len(devices) > 1:
@@ -285,6 +288,35 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     if _estimate.current is not None:
         _report_to_estimate(kernel, args, kwargs, result, BenchmarkResult(sim, kernel.__name__))
     return result
+
+
+class SymbolicShapeError(RuntimeError):
+    """An NKI kernel was traced with symbolic sizes (``torch.compile(dynamic=True)``,
+    ``torch.export`` with ``dynamic_shapes``, ``opcheck``'s ``test_aot_dispatch_dynamic``): NKI
+    kernels are compiled for static shapes."""
+
+
+def _is_symbolic(x) -> bool:
+    return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _reject_symbolic(kernel: Kernel, args, kwargs, tensors) -> None:
+    """Raises :class:`SymbolicShapeError` naming the symbolic sizes, grid or arguments of a launch
+    traced with symbolic shapes, and the ways to keep them static."""
+    found = [f"tensor argument {i} of shape {tuple(t.shape)}" for i, t in enumerate(tensors)
+             if any(_is_symbolic(d) for d in (*t.shape, *t.stride()))]
+    if any(_is_symbolic(g) for g in kernel.grid):
+        found.append(f"launch grid {list(kernel.grid)}")
+    found += [f"argument {v}" for v in pytree.tree_leaves((list(args), list(kwargs.values())))
+              if _is_symbolic(v)]
+    if found:
+        raise SymbolicShapeError(
+            f"NKI kernel '{kernel.__name__}' was traced with symbolic shapes ({'; '.join(found)}): NKI "
+            "kernels are compiled for static shapes. Keep these dimensions static: "
+            "torch.compile(..., dynamic=False) (backend 'neuron' compiles static shapes) and no "
+            "torch._dynamo.mark_dynamic on them; in torch.export, no Dim for them in dynamic_shapes; "
+            "for torch.library.opcheck, leave 'test_aot_dispatch_dynamic' out of test_utils. For "
+            "varying sizes, pad to a few sizes (torch_neuronx.pad_to_multiple / bucket_size).")
 
 
 def _placeholder(t: torch.Tensor) -> np.ndarray:
