@@ -835,6 +835,15 @@ OutMeta meta_of(const at::Tensor& t) {
   return m;
 }
 
+// A pending result's storage has no memory until the flush fills it. Its
+// materializer (PyTorch calls it on the first write-path access to the
+// memory: data_ptr(), untyped_storage().data_ptr(), DLPack,
+// __array_interface__, ctypes through them) runs what is queued, so such an
+// access gets the real pointer, as with the flag off. fill() removes it.
+void materialize_pending(c10::StorageImpl* /*storage*/) {
+  flush();
+}
+
 at::Tensor make_pending(const OutMeta& m, c10::DeviceIndex device) {
   c10::Storage storage(
       c10::Storage::use_byte_size_t(),
@@ -842,6 +851,7 @@ at::Tensor make_pending(const OutMeta& m, c10::DeviceIndex device) {
       c10::DataPtr(nullptr, c10::Device(kNeuron, device)),
       neuron_allocator(),
       /*resizable=*/true);
+  storage.unsafeGetStorageImpl()->set_materializer(&materialize_pending);
   auto t = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::scalarTypeToTypeMeta(m.dtype));
@@ -879,6 +889,7 @@ void fill(c10::StorageImpl* target, const OutMeta& m, const at::Tensor& result, 
       "neuron adaptive eager: a merged kernel returned a result of sizes ", result.sizes(), " and ",
       result.scalar_type(), " where the op gives ", c10::IntArrayRef(m.sizes), " and ", m.dtype,
       ". Set TORCH_NEURONX_ADAPTIVE_EAGER=0 and report this.");
+  target->clear_materializer();  // filled here: accesses below must not flush again
   c10::StorageImpl* rs = result.storage().unsafeGetStorageImpl();
   const c10::DataPtr& rdp = rs->data_ptr();
   const bool steal = !shared && result.strides() == c10::IntArrayRef(m.strides) &&

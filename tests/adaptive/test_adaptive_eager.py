@@ -383,3 +383,15 @@ def test_swap_tensors_of_a_queued_input_swaps_as_with_the_flag_off(on):
         torch.utils.swap_tensors(a, b)
         assert t.cpu().tolist() == [3.0] * 4
         assert a.cpu().tolist() == [0.0] * 4 and b.cpu().tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("pointer", ["tensor", "storage"])
+def test_the_data_pointer_of_a_queued_result_runs_the_queue_and_is_real(on, pointer):
+    import ctypes
+
+    base = torch.arange(1.0, 5.0).to("neuron")
+    for _ in range(4):  # record, then queued (op by op, then the kernel)
+        y = base * 2
+        ptr = y.data_ptr() if pointer == "tensor" else y.untyped_storage().data_ptr()
+        assert ptr != 0
+        assert list((ctypes.c_float * 4).from_address(ptr)) == [2.0, 4.0, 6.0, 8.0]
