@@ -258,8 +258,8 @@ struct Queued {
   Node* node;
   Args args;
   // Weak references: they also keep the addresses of produced storages from
-  // being reused by other storages while the trace lives (ext holds its
-  // tensors strongly), so the address maps below stay right.
+  // being reused by other storages while the trace lives (ext holds the
+  // storages of its snapshots strongly), so the address maps below stay right.
   c10::SmallVector<c10::weak_intrusive_ptr<c10::StorageImpl>, 2> outs;
 };
 
@@ -270,6 +270,14 @@ struct Trace {
   c10::DeviceIndex device = -1;
   Node* at = nullptr;
   std::vector<Queued> ops;
+  // The external inputs as they were when the op that reads them was queued:
+  // a tensor of its own on the same storage, sizes, strides and offset, so
+  // that re-pointing the caller's tensor (`.data =`, set_, swap_tensors)
+  // after queuing does not change what the queued op reads.
+  // The callers' tensors themselves are not held (swap_tensors checks their
+  // use counts): ext_index is keyed by their addresses, and an address found
+  // there is taken as that input only when its storage and layout are still
+  // those of the snapshot (then reading either reads the same bytes).
   std::vector<at::Tensor> ext;
   PtrMap ext_index;     // TensorImpl* -> index into ext
   PtrMap ext_storages;  // StorageImpl* read by queued ops -> 1
@@ -499,6 +507,20 @@ bool contiguous(const OutMeta& m) {
   return true;
 }
 
+// A tensor of its own with `t`'s storage, dtype, sizes, strides and offset.
+at::Tensor snapshot(const at::Tensor& t) {
+  auto s = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(t.storage()), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t.dtype());
+  s.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return s;
+}
+
+bool same_snapshot(const at::Tensor& s, const at::Tensor& t) {
+  return t.has_storage() && s.storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl() &&
+      s.dtype() == t.dtype() && s.storage_offset() == t.storage_offset() && s.sizes() == t.sizes() &&
+      s.strides() == t.strides();
+}
+
 // Classifies one tensor operand; false when it makes the op unqueueable.
 bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
   if (!t.defined()) {
@@ -553,6 +575,11 @@ bool describe_tensor(const at::Tensor& t, Prepared& p, int& ref_out) {
       return false;  // memory that no flush will fill: never read it
     }
     const int64_t* found = g_trace.ext_index.find(t.unsafeGetTensorImpl());
+    if (found != nullptr && !same_snapshot(g_trace.ext[static_cast<int>(*found)], t)) {
+      // Re-pointed or resized since it was queued (or a new tensor at a dead
+      // one's address): a new input; the queued ops keep reading the old one.
+      found = nullptr;
+    }
     int index_ext = -1;
     if (found != nullptr) {
       index_ext = static_cast<int>(*found);
@@ -780,11 +807,11 @@ void commit(Prepared& p, Args& args_out) {
   // The refs of p are appended in order, so ref i of p becomes ref first + i.
   const int first = static_cast<int>(g_trace.refs.size());
   for (PendingRef& pr : p.refs) {
-    if (pr.new_ext != nullptr && !g_trace.ext_index.contains(pr.new_ext)) {
-      TORCH_INTERNAL_ASSERT(pr.ref.ext == static_cast<int>(g_trace.ext.size()));
+    // The first ref of a new input appends it (a later ref of the same op has its index).
+    if (pr.new_ext != nullptr && pr.ref.ext == static_cast<int>(g_trace.ext.size())) {
       g_trace.ext_index.put(pr.new_ext, pr.ref.ext);
       g_trace.ext_storages.put(pr.tensor.storage().unsafeGetStorageImpl(), 1);
-      g_trace.ext.push_back(pr.tensor);
+      g_trace.ext.push_back(snapshot(pr.tensor));
     }
     g_trace.refs.push_back(std::move(pr.ref));
   }
@@ -808,6 +835,15 @@ OutMeta meta_of(const at::Tensor& t) {
   return m;
 }
 
+// A pending result's storage has no memory until the flush fills it. Its
+// materializer (PyTorch calls it on the first write-path access to the
+// memory: data_ptr(), untyped_storage().data_ptr(), DLPack,
+// __array_interface__, ctypes through them) runs what is queued, so such an
+// access gets the real pointer, as with the flag off. fill() removes it.
+void materialize_pending(c10::StorageImpl* /*storage*/) {
+  flush();
+}
+
 at::Tensor make_pending(const OutMeta& m, c10::DeviceIndex device) {
   c10::Storage storage(
       c10::Storage::use_byte_size_t(),
@@ -815,6 +851,7 @@ at::Tensor make_pending(const OutMeta& m, c10::DeviceIndex device) {
       c10::DataPtr(nullptr, c10::Device(kNeuron, device)),
       neuron_allocator(),
       /*resizable=*/true);
+  storage.unsafeGetStorageImpl()->set_materializer(&materialize_pending);
   auto t = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::scalarTypeToTypeMeta(m.dtype));
@@ -852,6 +889,7 @@ void fill(c10::StorageImpl* target, const OutMeta& m, const at::Tensor& result, 
       "neuron adaptive eager: a merged kernel returned a result of sizes ", result.sizes(), " and ",
       result.scalar_type(), " where the op gives ", c10::IntArrayRef(m.sizes), " and ", m.dtype,
       ". Set TORCH_NEURONX_ADAPTIVE_EAGER=0 and report this.");
+  target->clear_materializer();  // filled here: accesses below must not flush again
   c10::StorageImpl* rs = result.storage().unsafeGetStorageImpl();
   const c10::DataPtr& rdp = rs->data_ptr();
   const bool steal = !shared && result.strides() == c10::IntArrayRef(m.strides) &&

@@ -355,3 +355,43 @@ def test_plain_inductor_graph_reads_queued_results_and_queues_nothing_inside(on,
         torch.testing.assert_close(result, expected, atol=1e-5, rtol=1e-5)
     assert metrics()["queued_ops"] > 0
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("replace", ["zeros_like", "zeros", "parameter", "set_"])
+def test_replacing_an_inputs_storage_after_queuing_keeps_the_value_it_had(on, replace):
+    # The first pass records (runs at once); later passes queue (op by op, then the kernel): the queued
+    # op must read the storage the input had when the op was issued, as with the flag off.
+    for _ in range(4):
+        y = torch.arange(1.0, 5.0, device="neuron")
+        if replace == "parameter":
+            y = torch.nn.Parameter(y, requires_grad=False)
+        u = y * 2
+        if replace == "zeros_like":
+            y.data = torch.zeros_like(y)
+        elif replace == "set_":
+            y.set_(torch.zeros(4, device="neuron"))
+        else:
+            y.data = torch.zeros(4, device="neuron")
+        assert u.cpu().tolist() == [2.0, 4.0, 6.0, 8.0]
+        assert y.cpu().tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_swap_tensors_of_a_queued_input_swaps_as_with_the_flag_off(on):
+    for _ in range(4):
+        a, b = torch.ones(4, device="neuron"), torch.zeros(4, device="neuron")
+        t = a * 3
+        torch.utils.swap_tensors(a, b)
+        assert t.cpu().tolist() == [3.0] * 4
+        assert a.cpu().tolist() == [0.0] * 4 and b.cpu().tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("pointer", ["tensor", "storage"])
+def test_the_data_pointer_of_a_queued_result_runs_the_queue_and_is_real(on, pointer):
+    import ctypes
+
+    base = torch.arange(1.0, 5.0).to("neuron")
+    for _ in range(4):  # record, then queued (op by op, then the kernel)
+        y = base * 2
+        ptr = y.data_ptr() if pointer == "tensor" else y.untyped_storage().data_ptr()
+        assert ptr != 0
+        assert list((ctypes.c_float * 4).from_address(ptr)) == [2.0, 4.0, 6.0, 8.0]
