@@ -599,6 +599,47 @@ def test_if_on_an_arange_expression():
     _raises(E.err_control_flow_condition_depending_on_arange, k, _a())
 
 
+def test_python_and_of_two_masks_keeps_the_last_mask_with_a_warning():
+    # AWS's nc_match_replace8 test writes mask=(ix < n // 2 and iy < m // 2) and its golden values hold
+    # when the expression is the second mask (Python's `and` once the first mask is taken as true)
+    @nki.jit
+    def k(a):
+        o = _out()
+        ix, iy = nl.mgrid[0:128, 0:512]
+        t = nl.load(a)
+        z = nl.zeros((128, 512), dtype=nl.float32)
+        z[ix, iy] = nl.add(t[ix, iy], 1.0, mask=(ix < 64 and iy < 256))
+        nl.store(o, value=z)
+        return o
+    a = np.random.default_rng(0).standard_normal((128, 512)).astype(F32)
+    with pytest.warns(E.NKIWarning, match=r"keeps only the last mask.*use `m1 & m2`"):
+        got = k(a)
+    cols = np.arange(512)[None, :] < 256                  # every row: the first mask (ix < 64) is dropped
+    np.testing.assert_array_equal(got, np.where(cols, a + 1, 0).astype(F32))
+
+
+@pytest.mark.parametrize("spelling", ["if", "or", "not", "if_and"])
+def test_masks_in_control_flow_or_or_not_raise(spelling):
+    @nki.jit
+    def k(a):
+        o = _out()
+        ix, iy = nl.mgrid[0:128, 0:512]
+        m1, m2 = ix < 64, iy < 256
+        if spelling == "if":
+            if m1:
+                pass
+        elif spelling == "or":
+            _m = m1 or m2
+        elif spelling == "not":
+            _m = not m1
+        else:
+            if m1 and m2:
+                pass
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_control_flow_condition_depending_on_arange, k, _a())
+
+
 def test_range_over_a_tile_value():
     @nki.jit
     def k(a):

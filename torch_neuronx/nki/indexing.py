@@ -3,9 +3,14 @@
 * :class:`IndexExpr` is what ``nl.arange`` / ``nl.mgrid`` produce (legacy front end): an integer grid
   supporting affine arithmetic (``i * 512 + i_f``) and comparisons, which give a :class:`Mask`.
 * :class:`Mask` is a predicate over an instruction's iteration space (``mask=``), combined with
-  ``&``, ``|``, ``^``, ``~``. Python's ``and`` / ``or`` / ``not`` / ``if`` on a mask raise
-  ``err_control_flow_condition_depending_on_arange`` (AWS's errors page: ``if j > 2048:``; known-issues
-  page: "Use & to combine masks. We do not support using and for masks").
+  ``&``, ``|``, ``^``, ``~``. ``if`` / ``while`` / ``not`` / ``or`` on a mask raise
+  ``err_control_flow_condition_depending_on_arange`` (AWS's errors page: ``if j > 2048:``). Python's
+  ``and`` of masks in a value (``mask=(ix < n and iy < m)``) is what AWS's own ``nc_match_replace8``
+  test writes (``aws-neuron/aws-neuron-sdk@81ce03a:nki/test/test_nki_isa_nc_match_replace8.py:85``), and
+  its golden values hold only if the first mask counts as true there: Python then makes the expression
+  the last mask alone. The known-issues page says "Use & to combine masks. We do not support using and
+  for masks" (``aws-neuron/aws-neuron-sdk@cca3784:general/nki/nki_known_issues.rst:38``). The simulator
+  does what that test needs and warns (:class:`.errors.NKIWarning`) that only the last mask is kept.
 * :func:`ds` is ``nl.ds(start, size)``: a slice, or a :class:`DynamicSlice` when ``start`` is a
   runtime value (a tile or register), resolved when an instruction uses it.
 
@@ -13,13 +18,15 @@ How subscripts become views of a tensor is :mod:`.tile`'s business.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .errors import (err_cannot_assign_to_index,
+from .errors import (NKIWarning, err_cannot_assign_to_index,
                      err_control_flow_condition_depending_on_arange, err_invalid_instruction_argument,
                      err_tensor_access_out_of_bound)
+from .truth import boolop_context
 
 __all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int", "as_int"]
 
@@ -166,10 +173,25 @@ class Mask:
         return Mask(~self.values)
 
     def __bool__(self) -> bool:
-        # AWS's errors page gives `if j > 2048:` (j an nl.arange expression) as its example of
-        # err_control_flow_condition_depending_on_arange; Python's and / or / not reach the same truth test
+        """True for an operand of a value-context ``and`` (so ``a and b`` is ``b``, as AWS's tracer makes
+        it; module docstring), with an :class:`.errors.NKIWarning`.
+
+        Raises:
+            err_control_flow_condition_depending_on_arange: in ``if`` / ``while`` / ``not`` / ``or`` /
+                ``x if m else y`` / ``bool(m)`` (AWS's errors page: ``if j > 2048:``).
+        """
+        context = boolop_context()
+        if context == "and":
+            warnings.warn(NKIWarning(
+                f"Python `and` on NKI masks keeps only the last mask: `m1 and m2` is m2 (AWS's compiler "
+                f"takes a mask as true there; this {list(self.shape)} mask is dropped); use `m1 & m2` to "
+                "require both"), stacklevel=2)
+            return True
+        if context == "or":
+            raise err_control_flow_condition_depending_on_arange(
+                f"Python `or` on a mask of shape {list(self.shape)}; combine masks with | and pass them as mask=")
         raise err_control_flow_condition_depending_on_arange(
-            f"mask of shape {list(self.shape)} used in if / and / or / not; combine masks with & | ~ and "
+            f"mask of shape {list(self.shape)} used in if / while / not; combine masks with & | ~ and "
             "pass them as mask=")
 
     def __repr__(self) -> str:
