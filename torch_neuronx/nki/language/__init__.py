@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, highlevel, instructions
+from .. import arguments, dtypes, highlevel, instructions
 from ..context import active, current
 from ..dtypes import (bf16, bfloat16, bool_, finfo, float8_e4m3, float8_e5m2, float16, float32, fp16, fp32,
                       int8, int16, int32, tf32, tfloat32, uint8, uint16, uint32)
@@ -440,3 +440,6 @@ install_operators({
     "negative": negative, "abs": abs, "logical_not": logical_not,
     "broadcast_to": lambda x, shape, dtype=None: highlevel.broadcast_to(x, shape, dtype),
 })
+
+# wrong-typed arguments raise the NKI error naming the API and parameter (nki/arguments.py)
+arguments.install(globals(), __all__, "nl", skip=("install_operators", "device_print", "static_cast"))
