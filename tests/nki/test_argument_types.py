@@ -61,7 +61,11 @@ def _good(name, ctx, nl):
             "stop": 4, "size": 4, "n": 4, "indices": ctx["itile"], "stationary": t, "moving": t,
             "fill_value": 0.0, "condition": t, "pred": t, "predicate": t, "on_true_tile": t,
             "on_false_value": 0.0, "vals": t, "reduce_op": nl.add, "prob": 0.5, "rate": 0.5,
-            "epsilon": 1e-5, "w": t}[name]
+            "epsilon": 1e-5, "w": t, "seed": ctx["itile"], "constant": np.ones((4, 4), np.float32), "imm0": 0.0,
+            "imm1": 0.0, "pattern": [[1, 64]], "channel_multiplier": 0, "cmp_op": nl.greater, "comp_op0": nl.greater,
+            "comp_op1": nl.less, "bound0": 0.0, "bound1": 1.0, "on_true": t, "on_false": 0.0,
+            "segment_ids": ctx["itile"], "src_seeds": ctx["itile"], "initial": 0.0, "src_buffer": t,
+            "index": ctx["itile"]}[name]
 
 
 def _calls(front):

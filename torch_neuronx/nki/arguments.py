@@ -39,7 +39,8 @@ __all__ = ["install", "check_call", "TILE_PARAMS", "INT_PARAMS"]
 TILE_PARAMS = frozenset({
     "x", "y", "data", "data0", "data1", "data2", "src", "dst", "stationary", "moving", "on_true_tile",
     "predicate", "vals", "condition", "operand0", "operand1", "scale", "bias", "fill_value",
-    "on_false_value", "imm", "imm0", "imm1", "src_buffer", "in_tensor", "rate", "prob"})
+    "on_false_value", "imm", "imm0", "imm1", "src_buffer", "in_tensor", "rate", "prob", "initial", "on_true",
+    "on_false"})
 #: parameters that take an integer (a Python / NumPy int, an integral float, or a loop register)
 INT_PARAMS = frozenset({"n", "size", "num_elem_per_idx", "channel_multiplier", "offset"})
 _NON_NEGATIVE = frozenset({"n", "size", "num_elem_per_idx"})

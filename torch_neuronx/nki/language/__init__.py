@@ -99,11 +99,19 @@ def rand(shape: Any, dtype: Any = np.float32) -> NkiTensor:
 
 
 def random_seed(seed: Any, *, mask: Any = None) -> None:
-    """Reseed the generator ``rand`` / ``dropout`` use (a number or a [1, 1] tile)."""
+    """Reseed the generator ``rand`` / ``dropout`` use (a number or a [1, 1] tile; legacy page: "a 32-bit
+    scalar value to use as the seed").
+
+    Raises:
+        err_invalid_instruction_argument: a seed that is not a tile or an integer from 0 to 2**32 - 1.
+    """
     if is_tile(seed):
         instructions.set_rng_seed(seed)
         return
-    current().core.rng["vector"] = np.random.default_rng(int(seed))
+    s = as_int(seed, "nl.random_seed seed")
+    if not 0 <= s < 2 ** 32:
+        raise err_invalid_instruction_argument(f"nl.random_seed({seed!r}): the seed is a 32-bit unsigned value")
+    current().core.rng["vector"] = np.random.default_rng(s)
     _ = mask
 
 
