@@ -599,6 +599,47 @@ def test_if_on_an_arange_expression():
     _raises(E.err_control_flow_condition_depending_on_arange, k, _a())
 
 
+def test_python_and_of_two_masks_keeps_the_last_mask_with_a_warning():
+    # AWS's nc_match_replace8 test writes mask=(ix < n // 2 and iy < m // 2) and its golden values hold
+    # when the expression is the second mask (Python's `and` once the first mask is taken as true)
+    @nki.jit
+    def k(a):
+        o = _out()
+        ix, iy = nl.mgrid[0:128, 0:512]
+        t = nl.load(a)
+        z = nl.zeros((128, 512), dtype=nl.float32)
+        z[ix, iy] = nl.add(t[ix, iy], 1.0, mask=(ix < 64 and iy < 256))
+        nl.store(o, value=z)
+        return o
+    a = np.random.default_rng(0).standard_normal((128, 512)).astype(F32)
+    with pytest.warns(E.NKIWarning, match=r"keeps only the last mask.*use `m1 & m2`"):
+        got = k(a)
+    cols = np.arange(512)[None, :] < 256                  # every row: the first mask (ix < 64) is dropped
+    np.testing.assert_array_equal(got, np.where(cols, a + 1, 0).astype(F32))
+
+
+@pytest.mark.parametrize("spelling", ["if", "or", "not", "if_and"])
+def test_masks_in_control_flow_or_or_not_raise(spelling):
+    @nki.jit
+    def k(a):
+        o = _out()
+        ix, iy = nl.mgrid[0:128, 0:512]
+        m1, m2 = ix < 64, iy < 256
+        if spelling == "if":
+            if m1:
+                pass
+        elif spelling == "or":
+            _m = m1 or m2
+        elif spelling == "not":
+            _m = not m1
+        else:
+            if m1 and m2:
+                pass
+        nl.store(o, value=nl.load(a))
+        return o
+    _raises(E.err_control_flow_condition_depending_on_arange, k, _a())
+
+
 def test_range_over_a_tile_value():
     @nki.jit
     def k(a):
@@ -739,3 +780,68 @@ def test_every_enforced_error_class_has_a_source_and_a_failing_kernel_here():
     assert not missing, f"error classes with no test naming them: {missing}"
     for c in E.ALL_ERRORS:
         assert re.match(r"aws-neuron/[\w-]+@[0-9a-f]{7}:\S+", c.source), (c.__name__, c.source)
+
+
+# --- rules of the nki.isa pages that AWS's corpora never break (checked on the three corpora) ---------
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_bitvec_operators_need_integer_tiles(dtype):
+    # AWS's tensor_tensor / tensor_scalar / tensor_reduce pages: "For bitvec operators, the input/output
+    # data types must be integer types"
+    @nki.jit
+    def k(a):
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        x = nisa.tensor_tensor(t, t, op=nl.bitwise_xor)
+        nl.store(o, value=nisa.tensor_scalar(x, np.left_shift, 1))
+        return o
+    a = np.arange(128 * 64, dtype=dtype).reshape(128, 64)
+    if dtype == np.float32:
+        _raises(E.err_unsupported_dtype, k, a, contains=("bitvec operator bitwise_xor", "float32"))
+    else:
+        np.testing.assert_array_equal(k(a), np.left_shift(np.bitwise_xor(a, a), 1))
+
+
+def test_bitvec_reduction_of_a_float_tile():
+    @nki.jit
+    def k(a):
+        o = nl.ndarray((128, 1), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(o, value=nisa.tensor_reduce(np.bitwise_or, nl.load(a), axis=1))
+        return o
+    _raises(E.err_unsupported_dtype, k, np.ones((128, 64), F32), contains=("bitwise_or",))
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_find_index8_needs_8_to_16384_data_elements(n):
+    # nc_find_index8 page: "The data tensor must have between 8 and 16,384 elements per partition"
+    @nki.jit
+    def k(a, v):
+        o = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+        nl.store(o, value=nisa.nc_find_index8(data=nl.load(a), vals=nl.load(v)))
+        return o
+    a = np.tile(np.arange(n, dtype=F32)[::-1], (128, 1))
+    v = np.tile(np.array([0, 1, 2, 3, 0, 1, 2, 3], F32), (128, 1))
+    if n < 8:
+        _raises(E.err_invalid_instruction_argument, k, a, v, contains=("4 elements per partition", "8 to 16,384"))
+    else:
+        want = np.tile(np.array([7, 6, 5, 4, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32), (128, 1))
+        np.testing.assert_array_equal(k(a, v), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_an_indirect_dma_index_tile_must_be_integer(dtype):
+    # a row index is read as an integer (dma_copy page: "one row index per partition"; DGE deep dive:
+    # index tensor "dtype uint32"): a float tile would address other rows on a NeuronCore
+    @nki.jit
+    def k(a, idx):
+        o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        it = nl.load(idx)
+        ip, jf = nl.arange(128)[:, None], nl.arange(64)[None, :]
+        nl.store(o, value=nl.load(a[it[ip, 0], jf]))
+        return o
+    a = np.random.default_rng(1).standard_normal((128, 64)).astype(F32)
+    rows = np.arange(128)[::-1].copy()
+    if dtype == np.float32:
+        _raises(E.err_unsupported_dtype, k, a, rows.astype(F32).reshape(128, 1),
+                contains=("index tile", "integer dtype"))
+    else:
+        np.testing.assert_array_equal(k(a, rows.astype(np.int32).reshape(128, 1)), a[rows])

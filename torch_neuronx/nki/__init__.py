@@ -22,7 +22,7 @@ Kernel files written for AWS's packages run unchanged after :func:`install_impor
 is the ``neuron`` device's unless a kernel names one (:mod:`.platforms`).
 
 Layers, each importing only from the layers before it (``tests/test_layering.py`` checks it):
-errors -> dtypes, ops, typing -> indexing -> memory -> context -> tile -> platforms, cost_model ->
+errors, truth -> dtypes, ops, typing -> indexing -> memory -> context -> tile -> platforms, cost_model, arguments ->
 simulator -> instructions (a package) -> limits, highlevel -> language, isa, compiler (legacy) ->
 launch -> benchmark -> current (the current front end) -> import_hook, runner -> torch_op.
 """

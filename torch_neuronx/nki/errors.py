@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-__all__ = ["NKIError", "NkiValidationError", "raise_error", "ALL_ERRORS", "SOURCES", "not_supported"]
+__all__ = ["NKIError", "NkiValidationError", "NKIWarning", "raise_error", "ALL_ERRORS", "SOURCES", "not_supported"]
 
 _LEGACY = "aws-neuron/aws-neuron-sdk@cca3784:general/nki/"     # SDK 2.26, the last tree with general/nki
 _CURRENT = "aws-neuron/aws-neuron-sdk@81ce03a:nki/"            # SDK 2.32 (NKI 0.6)
@@ -64,6 +64,12 @@ class NKIError(Exception):
 
 
 NkiValidationError = NKIError
+
+
+class NKIWarning(UserWarning):
+    """A kernel construct that AWS's toolchain accepts but that does not do what it reads as (for example
+    Python's ``and`` on two masks, which keeps only the last mask). The kernel runs as AWS's compiler runs
+    it; the warning names the construct and the spelling that does what it says."""
 
 
 def _make(code: str, rule: str, source: str, documented: bool = True) -> type:

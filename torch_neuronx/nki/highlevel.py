@@ -55,11 +55,24 @@ def to_sbuf(x: NkiTensor, api: str) -> NkiTensor:
     return t
 
 
+def _scalar(api: str, v: Any) -> Any:
+    """``v`` unless it is a value no scalar operand of an element-wise operation takes (numbers, NumPy
+    scalars and arrays, index expressions and loop registers pass).
+
+    Raises:
+        err_invalid_instruction_argument: a string, ``None``, a list, tuple, dict or set, or a complex number.
+    """
+    if not isinstance(v, (str, bytes, list, tuple, dict, set, complex, np.complexfloating, type(None))):
+        return v
+    raise err_invalid_instruction_argument(
+        f"'{api}': operand {v!r} ({type(v).__name__}) is not a tile or a number")
+
+
 def elementwise_unary(name: str, x: Any, dtype: Any, mask: Any) -> Any:
     """``nl.<name>(x)``: a new SBUF tile (Scalar Engine for transcendental functions, else Vector), or
     a Python number for a number."""
     if not is_tile(x):
-        return float(unary(name)(np.float32(x)))
+        return float(unary(name)(np.float32(_scalar(name, x))))
     dt = dtypes.as_dtype(dtype) if dtype is not None else (dtypes.bool_ if name == "logical_not" else x.dtype)
     dst = fresh_result(x.shape, dt, sbuf, mask)
     if name in ("invert", "bitwise_not"):
@@ -79,7 +92,7 @@ def elementwise_binary(name: str, x: Any, y: Any, dtype: Any, mask: Any, partiti
             through a Python operator (``partition_broadcast=False``).
     """
     if not is_tile(x) and not is_tile(y):
-        return binary(name)(np.float32(x), np.float32(y)).item()
+        return binary(name)(np.float32(_scalar(name, x)), np.float32(_scalar(name, y))).item()
     if is_tile(x) and is_tile(y):
         shape = broadcast_shape(x, y)
         if x.shape[0] != y.shape[0] and not partition_broadcast:
@@ -97,6 +110,7 @@ def elementwise_binary(name: str, x: Any, y: Any, dtype: Any, mask: Any, partiti
         instructions.tensor_tensor(dst, x, y, name, mask=mask, bcast="all")
         return dst
     tile, scalar, rev = (x, y, False) if is_tile(x) else (y, x, True)
+    scalar = _scalar(name, scalar)
     dt = dtype if dtype is not None else tile.dtype
     dst = fresh_result(tile.shape, dtypes.as_dtype(dt), sbuf, mask)
     instructions.tensor_scalar(dst, tile, name, scalar, reverse0=rev, mask=mask)
@@ -293,8 +307,25 @@ def identity(n: int, dtype: Any, dst: Any = None) -> NkiTensor:
 
 
 def shared_constant(constant: Any, dtype: Any) -> NkiTensor:
-    """A shared-HBM tensor holding ``constant`` (an array, or the path of a ``.npy`` file)."""
-    arr = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
+    """A shared-HBM tensor holding ``constant`` (an array, or the path of a ``.npy`` file; current
+    ``nki.language.shared_constant`` page: "Can be a numpy array or a file path to a ``.npy`` file").
+
+    Raises:
+        err_invalid_instruction_argument: a path that is not a readable ``.npy`` file, or a value that is
+            not an array of numbers.
+    """
+    if isinstance(constant, (str, bytes)) or hasattr(constant, "__fspath__"):
+        try:
+            arr = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise err_invalid_instruction_argument(
+                f"nl.shared_constant({constant!r}): not a readable .npy file ({e})") from None
+    else:
+        arr = np.asarray(constant)
+    if arr.dtype.kind not in "biuf":
+        raise err_invalid_instruction_argument(
+            f"nl.shared_constant: the constant is {constant!r} ({arr.dtype}); it takes a NumPy array of numbers "
+            "or the path of a .npy file")
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.as_dtype(arr.dtype if arr.dtype != np.float64
                                                                           else np.float32)
     sim = current()

@@ -3,9 +3,14 @@
 * :class:`IndexExpr` is what ``nl.arange`` / ``nl.mgrid`` produce (legacy front end): an integer grid
   supporting affine arithmetic (``i * 512 + i_f``) and comparisons, which give a :class:`Mask`.
 * :class:`Mask` is a predicate over an instruction's iteration space (``mask=``), combined with
-  ``&``, ``|``, ``^``, ``~``. Python's ``and`` / ``or`` / ``not`` / ``if`` on a mask raise
-  ``err_control_flow_condition_depending_on_arange`` (AWS's errors page: ``if j > 2048:``; known-issues
-  page: "Use & to combine masks. We do not support using and for masks").
+  ``&``, ``|``, ``^``, ``~``. ``if`` / ``while`` / ``not`` / ``or`` on a mask raise
+  ``err_control_flow_condition_depending_on_arange`` (AWS's errors page: ``if j > 2048:``). Python's
+  ``and`` of masks in a value (``mask=(ix < n and iy < m)``) is what AWS's own ``nc_match_replace8``
+  test writes (``aws-neuron/aws-neuron-sdk@81ce03a:nki/test/test_nki_isa_nc_match_replace8.py:85``), and
+  its golden values hold only if the first mask counts as true there: Python then makes the expression
+  the last mask alone. The known-issues page says "Use & to combine masks. We do not support using and
+  for masks" (``aws-neuron/aws-neuron-sdk@cca3784:general/nki/nki_known_issues.rst:38``). The simulator
+  does what that test needs and warns (:class:`.errors.NKIWarning`) that only the last mask is kept.
 * :func:`ds` is ``nl.ds(start, size)``: a slice, or a :class:`DynamicSlice` when ``start`` is a
   runtime value (a tile or register), resolved when an instruction uses it.
 
@@ -13,21 +18,41 @@ How subscripts become views of a tensor is :mod:`.tile`'s business.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .errors import (err_cannot_assign_to_index,
+from .errors import (NKIWarning, err_cannot_assign_to_index,
                      err_control_flow_condition_depending_on_arange, err_invalid_instruction_argument,
-                     err_tensor_access_out_of_bound)
+                     err_tensor_access_out_of_bound, err_unsupported_expression_in_mask)
+from .truth import boolop_context
 
-__all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int", "as_int"]
+__all__ = ["IndexExpr", "Mask", "DynamicSlice", "arange", "mgrid", "ds", "as_mask_array", "is_int", "as_int",
+           "pattern_pairs"]
 
 
 def _val(x: Any) -> Any:
     if isinstance(x, (IndexExpr, Mask)):
         return x.values
     return x
+
+
+def _operand(x: Any, op: str, cls: type) -> Any:
+    """The values of the other operand of an index-expression operator: an index expression, a mask,
+    an integer or float, or a NumPy array of numbers.
+
+    Raises:
+        ``cls`` (err_unsupported_expression_in_mask for a comparison, err_invalid_instruction_argument for
+        arithmetic): a string, ``None``, a list or any other non-number.
+    """
+    v = _val(x)
+    if isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, complex):
+        return v
+    if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+        return v
+    raise cls(f"index expression {op} {x!r} ({type(x).__name__}): the other operand must be an index "
+              "expression (nl.arange / nl.mgrid) or a number")
 
 
 def is_int(x: Any) -> bool:
@@ -54,6 +79,24 @@ def as_int(x: Any, what: str) -> int:
         except (TypeError, ValueError):
             pass
     raise err_invalid_instruction_argument(f"{what}: {x!r} is not an integer")
+
+
+def pattern_pairs(pattern: Any, what: str) -> list[list[int]]:
+    """An access pattern ``[[step, num], ...]`` (``t.ap(pattern=...)``, current ``nisa.iota`` /
+    ``affine_select``) as a list of integer pairs.
+
+    Raises:
+        err_invalid_instruction_argument: ``pattern`` is not a sequence of ``[step, num]`` pairs of
+            integers, or a num is negative (``what`` names the call).
+    """
+    if isinstance(pattern, (str, bytes)) or not isinstance(pattern, (tuple, list)) or \
+            not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in pattern):
+        raise err_invalid_instruction_argument(f"{what}: pattern {pattern!r}: each pattern entry is a [step, num] pair")
+    pat = [[as_int(s, f"{what}: pattern step"), as_int(n, f"{what}: pattern num")] for s, n in pattern]
+    if any(n < 0 for _, n in pat):
+        raise err_invalid_instruction_argument(
+            f"{what}: pattern {pattern!r}: a pattern's num (element count) is negative")
+    return pat
 
 
 class IndexExpr:
@@ -99,7 +142,7 @@ class IndexExpr:
 
     # arithmetic -------------------------------------------------------------------------------
     def _bin(self, other: Any, fn: Any) -> IndexExpr:
-        return IndexExpr(fn(self.values, _val(other)))
+        return IndexExpr(fn(self.values, _operand(other, "arithmetic with", err_invalid_instruction_argument)))
 
     def __add__(self, o: Any) -> Any:
         if hasattr(o, "storage") and hasattr(o, "describe"):   # a tile: a runtime offset (tile.DynamicIndex)
@@ -118,7 +161,7 @@ class IndexExpr:
 
     # comparisons -> Mask ----------------------------------------------------------------------
     def _cmp(self, other: Any, fn: Any) -> Mask:
-        return Mask(fn(self.values, _val(other)))
+        return Mask(fn(self.values, _operand(other, "compared with", err_unsupported_expression_in_mask)))
 
     def __lt__(self, o: Any) -> Mask: return self._cmp(o, np.less)
     def __le__(self, o: Any) -> Mask: return self._cmp(o, np.less_equal)
@@ -149,27 +192,46 @@ class Mask:
     def shape(self) -> tuple[int, ...]:
         return tuple(self.values.shape)
 
+    def _combine(self, o: Any, op: str) -> np.ndarray:
+        v = _operand(o, op, err_unsupported_expression_in_mask)
+        return np.asarray(v, dtype=bool)
+
     def __and__(self, o: Any) -> Mask:
-        return Mask(self.values & np.asarray(_val(o), dtype=bool))
+        return Mask(self.values & self._combine(o, "&"))
 
     __rand__ = __and__
 
     def __or__(self, o: Any) -> Mask:
-        return Mask(self.values | np.asarray(_val(o), dtype=bool))
+        return Mask(self.values | self._combine(o, "|"))
 
     __ror__ = __or__
 
     def __xor__(self, o: Any) -> Mask:
-        return Mask(self.values ^ np.asarray(_val(o), dtype=bool))
+        return Mask(self.values ^ self._combine(o, "^"))
 
     def __invert__(self) -> Mask:
         return Mask(~self.values)
 
     def __bool__(self) -> bool:
-        # AWS's errors page gives `if j > 2048:` (j an nl.arange expression) as its example of
-        # err_control_flow_condition_depending_on_arange; Python's and / or / not reach the same truth test
+        """True for an operand of a value-context ``and`` (so ``a and b`` is ``b``, as AWS's tracer makes
+        it; module docstring), with an :class:`.errors.NKIWarning`.
+
+        Raises:
+            err_control_flow_condition_depending_on_arange: in ``if`` / ``while`` / ``not`` / ``or`` /
+                ``x if m else y`` / ``bool(m)`` (AWS's errors page: ``if j > 2048:``).
+        """
+        context = boolop_context()
+        if context == "and":
+            warnings.warn(NKIWarning(
+                f"Python `and` on NKI masks keeps only the last mask: `m1 and m2` is m2 (AWS's compiler "
+                f"takes a mask as true there; this {list(self.shape)} mask is dropped); use `m1 & m2` to "
+                "require both"), stacklevel=2)
+            return True
+        if context == "or":
+            raise err_control_flow_condition_depending_on_arange(
+                f"Python `or` on a mask of shape {list(self.shape)}; combine masks with | and pass them as mask=")
         raise err_control_flow_condition_depending_on_arange(
-            f"mask of shape {list(self.shape)} used in if / and / or / not; combine masks with & | ~ and "
+            f"mask of shape {list(self.shape)} used in if / while / not; combine masks with & | ~ and "
             "pass them as mask=")
 
     def __repr__(self) -> str:

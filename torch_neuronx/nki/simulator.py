@@ -44,7 +44,7 @@ from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_p
                      err_invalid_instruction_argument, err_invalid_program_axis,
                      err_leading_dimension_of_tensor_must_be_partition,
                      err_lifetime_conflict,
-                     err_num_partition_exceed_arch_limit,
+                     err_num_partition_exceed_arch_limit, err_unsupported_dtype,
                      err_shared_hbm_must_in_kernel_level, err_size_of_dimension_exceed_arch_limit,
                      err_store_dst_shape_smaller_than_other_shape, err_tensor_access_out_of_bound,
                      err_tensor_output_not_written_to, err_unexpected_output_dependencies,
@@ -493,12 +493,24 @@ class NeuronCoreSim:
 
     def read_index_values(self, tile: NkiTensor) -> np.ndarray:
         """Integer values of an index tile (indirect addressing), read now; recorded as a read of the
-        instruction running, if any."""
+        instruction running, if any.
+
+        Raises:
+            err_unsupported_dtype: a float index tile. A DMA's index is a row index read as an integer:
+                AWS's ``dma_copy`` page gives ``vector_offset`` as a tensor "containing one row index per
+                partition" (``aws-neuron/aws-neuron-sdk@81ce03a:nki/api/nki/isa/__init__.py:303``), its DGE
+                deep dive requires the index tensor's "dtype ``uint32``" (``nki/deep-dives/nki-dge.rst:99``),
+                and every AWS example indexes with int32 / uint32 tiles; a float tile's bit pattern is not
+                its value, so a kernel indexing with one reads other rows on a NeuronCore.
+        """
         acc = tile.access()
+        if dtypes.is_float(acc.dtype):
+            raise err_unsupported_dtype(f"index tile {tile.describe()} for indirect addressing is "
+                                        f"{dtypes.dtype_name(acc.dtype)}; an index tile must have an integer dtype "
+                                        "(int32 / uint32): cast it with nisa.tensor_copy into an int32 tile")
         vals = np.asarray(acc.get(acc.storage.flat(acc.dtype)))
         if self._instr_stack:
             self._instr_stack[-1].reads.append((acc.storage_access(), None))
-        vals = dtypes.to_f32(vals, acc.dtype) if dtypes.is_float(acc.dtype) else vals
         return np.asarray(vals).astype(np.int64)
 
     def _placed_bytes(self, sacc: Access, m: np.ndarray | None, info: list) -> tuple:

@@ -37,7 +37,7 @@ from .errors import (err_1d_arange_not_supported, err_ambiguous_tensor_truth_val
                      err_failed_to_infer_tile_from_local_tensor, err_indirect_indices_free_dim,
                      err_invalid_instruction_argument, err_partition_stride_not_supported,
                      err_unsupported_mixing_basic_advanced_tensor_indexing)
-from .indexing import DynamicSlice, IndexExpr, as_int, is_int
+from .indexing import DynamicSlice, IndexExpr, as_int, is_int, pattern_pairs
 from .memory import ON_CHIP, Buffer
 
 __all__ = ["ParDim", "par_dim", "Storage", "NkiTensor", "Access", "is_tile", "broadcast_shape",
@@ -797,13 +797,7 @@ class NkiTensor(_TileOps):
                 element count.
             err_tensor_access_out_of_bound: the pattern leaves the storage.
         """
-        if not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in pattern):
-            raise err_invalid_instruction_argument(
-                f"{self.describe()}.ap(pattern={pattern!r}): each pattern entry is a [step, num] pair")
-        pat = [[int(s), int(n)] for s, n in pattern]
-        if any(n < 0 for _, n in pat):
-            raise err_invalid_instruction_argument(
-                f"{self.describe()}.ap(pattern={pattern!r}): a pattern's num (element count) is negative")
+        pat = pattern_pairs(pattern, f"{self.describe()}.ap")
         dt = self.dtype if dtype is None else dtypes.as_dtype(dtype)
         st = self.storage
         old_isz, new_isz = dtypes.np_dtype(self.dtype).itemsize, dtypes.np_dtype(dt).itemsize

@@ -14,7 +14,7 @@ import numpy as np
 from .. import cost_model, dtypes
 from ..context import current
 from ..errors import err_invalid_instruction_argument, err_unsupported_dtype
-from ..indexing import IndexExpr, Mask
+from ..indexing import IndexExpr, Mask, as_int, pattern_pairs
 from ..ops import binary, op_name, reduce_fn
 from ..tile import NkiTensor, is_tile
 from .common import NkiInstruction, f32, free_size, issue, operand, require_generation, samep
@@ -26,7 +26,9 @@ __all__ = ["iota", "iota_pattern", "affine_select", "affine_select_pattern", "lo
 def _pattern_values(pattern: Any, offset: int, channel_multiplier: int, p: int, n: int, api: str) -> np.ndarray:
     """``offset + channel * channel_multiplier + sum(i_k * step_k)`` for a ``[[step, num], ...]`` pattern
     (padded to 4-D), shape (p, n) with n = product of the nums."""
-    pat = [[int(s), int(c)] for s, c in pattern]
+    pat = pattern_pairs(pattern, f"'{api}'")
+    offset = as_int(offset, f"'{api}': offset")
+    channel_multiplier = as_int(channel_multiplier, f"'{api}': channel_multiplier")
     if len(pat) > 4:
         raise err_invalid_instruction_argument(f"'{api}': pattern has {len(pat)} dims; at most 4")
     total = int(np.prod([c for _, c in pat], dtype=np.int64)) if pat else 1

@@ -105,6 +105,26 @@ def _to_f(x: np.ndarray) -> np.ndarray:
     return x if x.dtype.kind == "f" else x.astype(np.float64)
 
 
+def bitvec_integer_only(api: str, *ops: Any, **tiles: Any) -> None:
+    """AWS's ``tensor_tensor``, ``tensor_scalar`` and ``tensor_reduce`` pages: "For bitvec operators, the
+    input/output data types must be integer types" (the Vector Engine treats the elements as bit
+    patterns; ``aws-neuron/aws-neuron-sdk@81ce03a:nki/api/nki/isa/__init__.py:1028``, ``:1102``,
+    ``:1189``; legacy ``@cca3784:general/nki/api/nki/isa/__init__.py:1572``, ``:1768``).
+
+    Raises:
+        err_unsupported_dtype: a bitvec operator (bitwise and / or / xor / not, shifts) with a float
+            input or output tile.
+    """
+    if not any(o is not None and is_bitvec(o) for o in ops):
+        return
+    bad = [f"{k} {t.describe()}" for k, t in tiles.items() if is_tile(t) and dtypes.is_float(t.dtype)]
+    if bad:
+        opn = ", ".join(str(op_name(o)) for o in ops if o is not None and is_bitvec(o))
+        raise err_unsupported_dtype(f"'{api}': bitvec operator {opn} on float tiles ({'; '.join(bad)}); the "
+                                    "input/output data types must be integer types (bitcast with .view(nl.int32) "
+                                    "or use an arithmetic operator)")
+
+
 def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *, engine: Any = None,
                   mask: Any = None, accumulate_into: bool = False, bcast: str = "free",
                   name: str | None = None) -> NkiInstruction:
@@ -125,6 +145,7 @@ def tensor_tensor(dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, *
     p1 = operand(data1, api, "data1")
     p2 = operand(data2, api, "data2")
     pd = operand(dst, api, "dst")
+    bitvec_integer_only(api, op, data1=data1, data2=data2, dst=dst)
     any_psum = any(t.buffer.kind == "psum" for t in (data1, data2, dst))
     int32_exact = (_int_exact(data1, data2, dst) and dst.dtype in (dtypes.int32, dtypes.uint32)
                    and not any_psum)
@@ -244,6 +265,7 @@ def tensor_scalar(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, *, r
         raise err_invalid_instruction_argument(f"'{api}': op1 given without operand1")
     if op1 is not None and is_bitvec(op0) != is_bitvec(op1):
         raise err_invalid_instruction_argument(f"'{api}': op0 and op1 must both be bitvec or both arithmetic")
+    bitvec_integer_only(api, op0, op1, data=data, dst=dst)
     gpsimd_no_psum(eng, api, data=data, dst=dst, operand0=operand0, operand1=operand1)
     cycles = cost_model.elementwise_cycles(free_size(dst.shape), _min_ii())
     exact = is_bitvec(op0) or (dtypes.is_int(data.dtype) and dtypes.is_int(dst.dtype) and all(
@@ -343,6 +365,7 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, *, negate
     gpsimd_no_psum(eng, api, data=data, dst=dst)
     axes = reduce_axes(axis, len(data.shape), api, data.describe(), any_free)
     rop = op_name(op)
+    bitvec_integer_only(api, op, data=data, dst=dst)
     if negate and is_bitvec(op):
         raise err_invalid_instruction_argument(f"'{api}': negate is only for arithmetic operators")
     out_n = int(np.prod([s for i, s in enumerate(data.shape) if i not in axes], dtype=np.int64))
@@ -724,7 +747,14 @@ def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, *, mask: An
                    name: str | None = None) -> NkiInstruction:
     """Index of the first occurrence in each partition of ``data`` of each of the 8 ``vals`` (duplicate
     vals take successive occurrences, in ascending order); all-ones when absent. ``dst`` (P, 8)
-    uint16/uint32. Cost: N."""
+    uint16/uint32. Cost: N.
+
+    Raises:
+        err_invalid_instruction_argument: ``data`` has fewer than 8 or more than 16,384 elements per
+            partition ("The data tensor must have between 8 and 16,384 elements per partition",
+            ``aws-neuron/aws-neuron-sdk@81ce03a:nki/api/nki/isa/__init__.py:3177``; legacy page the same),
+            or ``vals`` / ``dst`` do not have 8.
+    """
     sim = current()
     api = "nc_find_index8"
     p = operand(data, api, "data")
@@ -732,6 +762,9 @@ def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, *, mask: An
     if free_size(vals.shape) != 8 or free_size(dst.shape) != 8:
         raise err_invalid_instruction_argument(f"'{api}': vals and dst need 8 elements per partition")
     n = free_size(data.shape)
+    if not 8 <= n <= 16384:
+        raise err_invalid_instruction_argument(
+            f"'{api}': data {data.describe()} has {n} elements per partition; it needs 8 to 16,384")
     with sim.instruction(name or api, "vector", max(n, _min_ii())) as ins:
         x = _rows(ins, data, mask)
         v = _rows(ins, vals)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, highlevel, instructions
+from .. import arguments, dtypes, highlevel, instructions
 from ..context import active
 from ..dtypes import fp32
 from ..errors import err_invalid_instruction_argument
@@ -157,6 +157,9 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None) -> NkiTensor:
     """Values of an index expression (``nl.arange`` / ``nl.mgrid`` arithmetic) -> a new SBUF tile
     (GpSimd Engine, 150 + N cycles)."""
     vals = expr.values if isinstance(expr, IndexExpr) else np.asarray(expr)
+    if vals.dtype.kind not in "biu":
+        raise err_invalid_instruction_argument(
+            f"nisa.iota: expr {expr!r} is not an index expression (nl.arange / nl.mgrid arithmetic) or integers")
     shape = vals.shape if vals.ndim >= 2 else (vals.size, 1) if vals.ndim == 1 else (1, 1)
     dst = fresh_result(shape, dtypes.as_dtype(dtype), sbuf, mask)
     instructions.iota(dst, vals.reshape(shape), mask=mask)
@@ -165,7 +168,8 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None) -> NkiTensor:
 
 def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = engine.unknown) -> NkiTensor:
     """A new SBUF tile of ``shape`` filled with ``value``."""
-    dst = fresh_result(tuple(shape), dtypes.as_dtype(dtype), sbuf, mask)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dst = fresh_result(shape, dtypes.as_dtype(dtype), sbuf, mask)
     instructions.memset(dst, value, engine=engine, mask=mask)
     return dst
 
@@ -364,3 +368,6 @@ def builtin_custom_op(function_name: str, lib_file_name: str, ulib_to_ucode_vers
 
 
 _ = (is_tile, err_invalid_instruction_argument)
+
+# wrong-typed arguments raise the NKI error naming the API and parameter (nki/arguments.py)
+arguments.install(globals(), __all__, "nisa", skip=("install_operators", "device_print", "static_cast"))

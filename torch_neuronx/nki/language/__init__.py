@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, highlevel, instructions
+from .. import arguments, dtypes, highlevel, instructions
 from ..context import active, current
 from ..dtypes import (bf16, bfloat16, bool_, finfo, float8_e4m3, float8_e5m2, float16, float32, fp16, fp32,
                       int8, int16, int32, tf32, tfloat32, uint8, uint16, uint32)
@@ -99,11 +99,19 @@ def rand(shape: Any, dtype: Any = np.float32) -> NkiTensor:
 
 
 def random_seed(seed: Any, *, mask: Any = None) -> None:
-    """Reseed the generator ``rand`` / ``dropout`` use (a number or a [1, 1] tile)."""
+    """Reseed the generator ``rand`` / ``dropout`` use (a number or a [1, 1] tile; legacy page: "a 32-bit
+    scalar value to use as the seed").
+
+    Raises:
+        err_invalid_instruction_argument: a seed that is not a tile or an integer from 0 to 2**32 - 1.
+    """
     if is_tile(seed):
         instructions.set_rng_seed(seed)
         return
-    current().core.rng["vector"] = np.random.default_rng(int(seed))
+    s = as_int(seed, "nl.random_seed seed")
+    if not 0 <= s < 2 ** 32:
+        raise err_invalid_instruction_argument(f"nl.random_seed({seed!r}): the seed is a 32-bit unsigned value")
+    current().core.rng["vector"] = np.random.default_rng(s)
     _ = mask
 
 
@@ -440,3 +448,6 @@ install_operators({
     "negative": negative, "abs": abs, "logical_not": logical_not,
     "broadcast_to": lambda x, shape, dtype=None: highlevel.broadcast_to(x, shape, dtype),
 })
+
+# wrong-typed arguments raise the NKI error naming the API and parameter (nki/arguments.py)
+arguments.install(globals(), __all__, "nl", skip=("install_operators", "device_print", "static_cast"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import dtypes, instructions
+from ... import arguments, dtypes, instructions
 from ...context import active
 from ...errors import NkiValidationError, err_invalid_instruction_argument, err_unsupported_on_target
 from ...instructions import (NkiInstruction, VirtualRegister, dge_mode, dma_engine, engine, gpsimd_engine,
@@ -376,3 +376,6 @@ def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: s
 
 
 _ = (dtypes, op_name, err_unsupported_on_target)
+
+# wrong-typed arguments raise the NKI error naming the API and parameter (nki/arguments.py)
+arguments.install(globals(), __all__, "nisa", skip=("install_operators", "device_print", "static_cast"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import dtypes, highlevel, instructions
+from ... import arguments, dtypes, highlevel, instructions
 from ...context import current
 from ...dtypes import (bfloat16, bool_, finfo, float4_e2m1fn_x4, float8_e4m3, float8_e4m3fn, float8_e4m3fn_x4,
                        float8_e5m2, float8_e5m2_x4, float8_e8m0fnu, float16, float32, fp32, int8, int16, int32,
@@ -156,7 +156,7 @@ def shared_identity_matrix(n: int, dtype: Any = uint8, dst: NkiTensor | None = N
 
 def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
     """A view of ``x`` with a size-1 axis inserted at ``axis``."""
-    return x.expand_dim(int(axis))
+    return x.expand_dim(as_int(axis, "nl.expand_dims axis"))
 
 
 # ---- loops -----------------------------------------------------------------------------------------
@@ -259,7 +259,8 @@ def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
     """A tile of ``shape`` with ``x``'s size-1 dims replicated (``x`` itself, or a cast copy, when the
     shape already matches)."""
-    if tuple(shape) == tuple(x.shape) and (dtype is None or dtypes.as_dtype(dtype) == x.dtype):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if shape == tuple(x.shape) and (dtype is None or dtypes.as_dtype(dtype) == x.dtype):
         return x
     return highlevel.broadcast_to(x, shape, dtype)
 
@@ -396,3 +397,6 @@ def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NkiTensor:
 
 
 _ = (Buffer, is_tile, fp32)
+
+# wrong-typed arguments raise the NKI error naming the API and parameter (nki/arguments.py)
+arguments.install(globals(), __all__, "nl", skip=("install_operators", "device_print", "static_cast"))
