@@ -118,3 +118,22 @@ def test_mode_out_checks_its_outputs():
         torch.mode(x, -1, out=(torch.empty(2, device="neuron"), torch.empty(2, device="neuron")))
     with pytest.raises(RuntimeError, match="expected device 'neuron:0' but got 'cpu' for values output"):
         torch.mode(x, -1, out=(torch.empty(2), torch.empty(2, dtype=torch.long, device="neuron")))
+
+
+def test_histc_out_of_another_dtype_raises_as_on_the_cpu():
+    # PyTorch's TestCommon.test_out: a float histogram into a long out= is an unsafe cast; the CPU
+    # kernel refuses it (CUDA's out= kernel casts silently, an expected failure of that test).
+    x = torch.tensor([1.0, 2.0, 3.0, 3.5])
+    for device in ("cpu", "neuron"):
+        out = torch.empty(4, dtype=torch.long, device=device)
+        with pytest.raises(RuntimeError, match="should have the same dtype"):
+            torch.histc(x.to(device), bins=4, min=0, max=4, out=out)
+
+
+def test_histc_out_resizing_a_non_empty_tensor_warns_as_on_the_cpu():
+    x = torch.tensor([1.0, 2.0, 3.0, 3.5])
+    for device in ("cpu", "neuron"):
+        out = torch.zeros(3, device=device)
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            torch.histc(x.to(device), bins=4, min=0, max=4, out=out)
+        assert out.cpu().tolist() == [0.0, 1.0, 1.0, 2.0]

@@ -126,10 +126,14 @@ class Call {
       return a;
     }
     if (type == c10::kCPU) {
-      // 0-dim CPU tensors are scalars on every device; CPU index tensors are
-      // accepted where CUDA accepts them (only the `indices` argument: a CPU
-      // `self` or `values` is wrong placement).
-      if (t.dim() == 0 || (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
+      // 0-dim CPU tensors are scalars on every device, but only as inputs: a
+      // 0-dim CPU `out=` or in-place `self` beside neuron operands is wrong
+      // placement, as on CUDA (TensorIterator exempts CPU scalars that are not
+      // outputs). CPU index tensors are accepted where CUDA accepts them (only
+      // the `indices` argument: a CPU `self` or `values` is wrong placement).
+      const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      if ((t.dim() == 0 && !written) ||
+          (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
