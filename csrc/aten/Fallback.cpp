@@ -17,6 +17,7 @@
 #include "runtime/Runtime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/core/op_registration/op_registration.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
@@ -397,6 +398,26 @@ void neuron_fallback(
   }
   call.check_mixed();
 
+  // out= operands of a CPU kernel that ignores their strides (OpPolicy.cpp):
+  // the kernel writes a contiguous buffer instead, copied into the operand's
+  // alias after it ran (resized first if the kernel resized the buffer).
+  c10::SmallVector<std::pair<at::Tensor, at::Tensor>, 2> strided_outs; // (buffer, alias)
+  if (C10_UNLIKELY(ignores_out_strides(op.operator_name()))) {
+    for (size_t i = 0; i < num_args; ++i) {
+      c10::IValue& value = (*stack)[begin + i];
+      if (!arguments[i].is_out() || !value.isTensor()) {
+        continue;
+      }
+      const at::Tensor& alias = value.toTensor();
+      if (!alias.defined() || alias.is_contiguous() || alias.numel() == 0) {
+        continue;
+      }
+      at::Tensor buffer = at::empty_like(alias, at::MemoryFormat::Contiguous);
+      strided_outs.emplace_back(buffer, alias);
+      value = std::move(buffer);
+    }
+  }
+
   const c10::DeviceIndex device = call.device >= 0 ? call.device : current_device();
   for (size_t slot : generator_slots) {
     c10::IValue& value = (*stack)[slot];
@@ -439,11 +460,22 @@ void neuron_fallback(
         "report the op to torch-neuronx.");
   }
 
+  for (auto& [buffer, alias] : strided_outs) {
+    if (alias.sizes() != buffer.sizes()) {
+      alias.resize_(buffer.sizes());
+    }
+    alias.copy_(buffer);
+  }
   call.write_back();
   const size_t num_returns = schema.returns().size();
   const size_t out_begin = stack->size() - num_returns;
   for (size_t i = 0; i < num_returns; ++i) {
     c10::IValue& value = (*stack)[out_begin + i];
+    for (const auto& [buffer, alias] : strided_outs) {
+      if (value.isTensor() && value.toTensor().unsafeGetTensorImpl() == buffer.unsafeGetTensorImpl()) {
+        value = alias;
+      }
+    }
     if (value.isTensor()) {
       value = call.unwrap(std::move(value).toTensor());
     } else if (value.isTensorList()) {
@@ -518,7 +550,12 @@ struct RegisterCpuKernelOps {
               c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
         continue;
       }
-      if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+      // A table entry may have no CPU kernel of its own: its composite kernel
+      // then runs under the CPU key on the aliases, where its stubs exist.
+      if (!foreach &&
+          !(needs_cpu_kernel(name)
+                ? handle->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)
+                : handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
         continue;
       }
       std::string op = name.name.substr(6);
