@@ -104,6 +104,20 @@ class Call {
     }
     const c10::DeviceType type = t.device().type();
     if (type == kNeuron) {
+      // The same tensor passed twice (ldexp_'s mul.out(self, other, out=self))
+      // gets one alias: TensorIterator recognises an output that is also an
+      // input by identity, and refuses to resize it, as for CPU tensors.
+      // (Not for list elements: a _foreach op's lists would make this quadratic.)
+      for (auto& entry : tensors_) {
+        if (in_list) {
+          break;
+        }
+        if (entry.original.unsafeGetTensorImpl() == t.unsafeGetTensorImpl() && !entry.cached) {
+          entry.written = entry.written ||
+              (arg.alias_info() != nullptr && arg.alias_info()->isWrite());
+          return entry.alias;
+        }
+      }
       note_device(t.device().index(), "argument ");
       const bool indices = is_indices(arg);
       neuron_indices_ = neuron_indices_ || indices;
