@@ -154,3 +154,22 @@ def test_transformer_encoder_fast_path_nested_tensor_is_refused_with_the_fix():
         got = dense.to("neuron")(x.to("neuron"), src_key_padding_mask=mask.to("neuron")).cpu()
     keep = ~mask[..., None]  # padded positions hold unspecified values in the nested path
     torch.testing.assert_close(got * keep, want * keep, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("ldexp_", lambda a, b: a.ldexp_(b)),  # its composite runs mul.out(self, 2**other, out=self)
+        ("mul out=self", lambda a, b: torch.mul(a, b, out=a)),
+    ],
+)
+def test_an_output_that_is_also_an_input_is_not_resized(name, fn):
+    # TensorIterator refuses to resize an out= that is also an input, recognising it by identity;
+    # the fallback gives the tensor one alias so the CPU kernel sees that. Found by PyTorch's
+    # TestCommon.test_variant_consistency_eager (ldexp_ resized self to the broadcast shape).
+    for device in ("cpu", "neuron"):
+        a = torch.ones(3, device=device)
+        b = torch.ones(2, 3, dtype=torch.int64, device=device)
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            fn(a, b)
+        assert a.shape == (3,)

@@ -149,3 +149,19 @@ def test_index_put_on_a_cpu_tensor_with_neuron_indices_writes_on_the_cpu():
     with pytest.raises(RuntimeError, match="device"):
         x[idx] = torch.tensor([4.0, 5.0], device="neuron")
     assert x.tolist() == [0.0, 4.0, 0.0, 4.0, 0.0]
+
+
+def test_conj_physical_in_place_runs_the_cpu_kernel():
+    # Its composite kernel calls a DispatchStub that has no neuron kernel (an INTERNAL ASSERT
+    # before the table entry); found by PyTorch's TestMathBits.test_conj_view.
+    x = torch.randn(3, 4, dtype=torch.complex64)
+    n = N(x)
+    torch_neuronx.clear_op_tracking()
+    out = n.conj_physical_()
+    assert torch_neuronx.get_executed_ops() == {"aten::conj_physical_": 1}
+    assert out is n and torch.equal(n.cpu(), x.conj_physical())
+    # on a conjugate view, as TestMathBits runs it: the bit stays set and the values match the CPU
+    expected = x.clone().conj().conj_physical_()
+    got = N(x).conj().conj_physical_()
+    assert got.is_conj() == expected.is_conj()
+    assert torch.equal(got.resolve_conj().cpu(), expected.resolve_conj())

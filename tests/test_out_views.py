@@ -5,6 +5,8 @@ strides, so the op writes exactly the view's elements; `resize_` to the current 
 Each case runs on the CPU and on `neuron` from the same inputs, and the whole base buffer must be
 equal afterwards (elements outside the view untouched, the view's elements written).
 """
+import warnings
+
 import pytest
 import torch
 
@@ -118,3 +120,69 @@ def test_mode_out_checks_its_outputs():
         torch.mode(x, -1, out=(torch.empty(2, device="neuron"), torch.empty(2, device="neuron")))
     with pytest.raises(RuntimeError, match="expected device 'neuron:0' but got 'cpu' for values output"):
         torch.mode(x, -1, out=(torch.empty(2), torch.empty(2, dtype=torch.long, device="neuron")))
+
+
+def test_histc_out_of_another_dtype_raises_as_on_the_cpu():
+    # PyTorch's TestCommon.test_out: a float histogram into a long out= is an unsafe cast; the CPU
+    # kernel refuses it (CUDA's out= kernel casts silently, an expected failure of that test).
+    x = torch.tensor([1.0, 2.0, 3.0, 3.5])
+    for device in ("cpu", "neuron"):
+        out = torch.empty(4, dtype=torch.long, device=device)
+        with pytest.raises(RuntimeError, match="should have the same dtype"):
+            torch.histc(x.to(device), bins=4, min=0, max=4, out=out)
+
+
+def test_histc_out_resizing_a_non_empty_tensor_warns_as_on_the_cpu():
+    x = torch.tensor([1.0, 2.0, 3.0, 3.5])
+    for device in ("cpu", "neuron"):
+        out = torch.zeros(3, device=device)
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            torch.histc(x.to(device), bins=4, min=0, max=4, out=out)
+        assert out.cpu().tolist() == [0.0, 1.0, 1.0, 2.0]
+
+
+_POOL3D_X = torch.arange(2 * 3 * 4 * 6 * 6, dtype=torch.float32).reshape(2, 3, 4, 6, 6).sin()
+_POOL3D_GRAD = torch.arange(2 * 3 * 2 * 3 * 3, dtype=torch.float32).reshape(2, 3, 2, 3, 3).cos()
+# The CPU out= kernels of these ops write as if `out` were contiguous (an expected failure of
+# PyTorch's TestCommon.test_out on the CPU); CUDA respects the strides, and so must neuron.
+POOL3D = {
+    "avg_pool3d": (
+        lambda x: torch._C._nn.avg_pool3d(x, (2, 2, 2)),
+        lambda x, out: torch._C._nn.avg_pool3d(x, (2, 2, 2), out=out),
+    ),
+    "adaptive_avg_pool3d": (
+        lambda x: torch._C._nn.adaptive_avg_pool3d(x, (2, 3, 3)),
+        lambda x, out: torch._C._nn.adaptive_avg_pool3d(x, (2, 3, 3), out=out),
+    ),
+    "avg_pool3d_backward": (
+        lambda x: torch.ops.aten.avg_pool3d_backward(
+            _POOL3D_GRAD.to(x.device), x, [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
+        lambda x, out: torch.ops.aten.avg_pool3d_backward.grad_input(
+            _POOL3D_GRAD.to(x.device), x, [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None,
+            grad_input=out),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOL3D))
+def test_pool3d_out_view_gets_the_functional_values(name):
+    functional, with_out = POOL3D[name]
+    expected = functional(_POOL3D_X)
+    x = _POOL3D_X.to("neuron")
+    shape = expected.shape
+    base = torch.full((*shape[:-1], 2 * shape[-1]), -7.0, device="neuron")
+    view = base[..., ::2]  # every other element of the last dimension
+    result = with_out(x, view)
+    assert result.data_ptr() == view.data_ptr() and view.stride() == base[..., ::2].stride()
+    torch.testing.assert_close(view.cpu(), expected, rtol=1.3e-6, atol=1e-5)
+    assert (base[..., 1::2].cpu() == -7.0).all()
+    # a wrongly shaped non-contiguous out= is resized, then written, warning as the CPU kernel does
+    warned = []
+    for device, inputs in (("cpu", _POOL3D_X), ("neuron", x)):
+        wrong = torch.full((*shape[:-1], 2 * shape[-1] + 2), -7.0, device=device)[..., ::2]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with_out(inputs, wrong)
+        warned.append(any("An output with one or more elements was resized" in str(w.message) for w in caught))
+    assert warned[1] == warned[0]
+    torch.testing.assert_close(wrong.cpu(), expected, rtol=1.3e-6, atol=1e-5)

@@ -121,3 +121,26 @@ def test_binary_ops_with_a_0_dim_cpu_tensor_are_accepted():
     x = torch.randn(3)
     got = x.to("neuron") * torch.tensor(2.0)
     assert got.device.type == "neuron" and torch.equal(got.cpu(), x * 2)
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("unary out=", lambda x, out: torch.sin(x, out=out)),
+        ("binary out=", lambda x, out: torch.add(x, x, out=out)),
+        ("reduction out=", lambda x, out: torch.sum(x, 0, out=out)),
+        ("in-place self", lambda x, out: out.add_(x.sum())),
+    ],
+)
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_a_0_dim_cpu_tensor_written_beside_neuron_operands_raises(name, fn, shape):
+    # A 0-dim CPU tensor is a scalar only as an input (TensorIterator exempts CPU scalars that
+    # are not outputs): CUDA refuses one as out= or in-place self beside device operands.
+    # Found by PyTorch's TestCommon.test_out (its wrong-device case with 0-dim samples).
+    x = torch.ones(shape, device="neuron")
+    out = torch.zeros(())
+    with pytest.raises(RuntimeError, match=MISMATCH):
+        fn(x, out)
+    assert out.item() == 0.0  # nothing written into the refused tensor
+    x.add_(torch.tensor(2.0))  # read-only, the same 0-dim CPU tensor stays a scalar operand
+    assert torch.equal(x.cpu(), torch.full(shape, 3.0))

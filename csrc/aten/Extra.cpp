@@ -55,8 +55,15 @@ at::Tensor& histc_out(
   TORCH_CHECK(
       out.device() == self.device(),
       "histc: out is on ", out.device(), " but the input is on ", self.device());
+  // The CPU kernel's rule (CUDA's out= kernel skips it and casts the counts):
+  // an out= of another dtype would be an unsafe cast of the result.
+  TORCH_CHECK(
+      out.scalar_type() == self.scalar_type(),
+      "torch.histc: input tensor and hist tensor should have the same dtype, but got input ",
+      self.scalar_type(), " and hist ", out.scalar_type(),
+      ". Pass an out= tensor of the input's dtype, or call histc without out= and cast the result.");
   at::Tensor result = neuron_histc(self, bins, min, max);
-  out.resize_(result.sizes());
+  at::native::resize_output(out, result.sizes());
   out.copy_(result);
   return out;
 }

@@ -17,6 +17,7 @@
 #include "runtime/Runtime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/core/op_registration/op_registration.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
@@ -103,6 +104,20 @@ class Call {
     }
     const c10::DeviceType type = t.device().type();
     if (type == kNeuron) {
+      // The same tensor passed twice (ldexp_'s mul.out(self, other, out=self))
+      // gets one alias: TensorIterator recognises an output that is also an
+      // input by identity, and refuses to resize it, as for CPU tensors.
+      // (Not for list elements: a _foreach op's lists would make this quadratic.)
+      for (auto& entry : tensors_) {
+        if (in_list) {
+          break;
+        }
+        if (entry.original.unsafeGetTensorImpl() == t.unsafeGetTensorImpl() && !entry.cached) {
+          entry.written = entry.written ||
+              (arg.alias_info() != nullptr && arg.alias_info()->isWrite());
+          return entry.alias;
+        }
+      }
       note_device(t.device().index(), "argument ");
       const bool indices = is_indices(arg);
       neuron_indices_ = neuron_indices_ || indices;
@@ -126,10 +141,14 @@ class Call {
       return a;
     }
     if (type == c10::kCPU) {
-      // 0-dim CPU tensors are scalars on every device; CPU index tensors are
-      // accepted where CUDA accepts them (only the `indices` argument: a CPU
-      // `self` or `values` is wrong placement).
-      if (t.dim() == 0 || (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
+      // 0-dim CPU tensors are scalars on every device, but only as inputs: a
+      // 0-dim CPU `out=` or in-place `self` beside neuron operands is wrong
+      // placement, as on CUDA (TensorIterator exempts CPU scalars that are not
+      // outputs). CPU index tensors are accepted where CUDA accepts them (only
+      // the `indices` argument: a CPU `self` or `values` is wrong placement).
+      const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      if ((t.dim() == 0 && !written) ||
+          (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {
@@ -393,6 +412,26 @@ void neuron_fallback(
   }
   call.check_mixed();
 
+  // out= operands of a CPU kernel that ignores their strides (OpPolicy.cpp):
+  // the kernel writes a contiguous buffer instead, copied into the operand's
+  // alias after it ran (resized first if the kernel resized the buffer).
+  c10::SmallVector<std::pair<at::Tensor, at::Tensor>, 2> strided_outs; // (buffer, alias)
+  if (C10_UNLIKELY(ignores_out_strides(op.operator_name()))) {
+    for (size_t i = 0; i < num_args; ++i) {
+      c10::IValue& value = (*stack)[begin + i];
+      if (!arguments[i].is_out() || !value.isTensor()) {
+        continue;
+      }
+      const at::Tensor& alias = value.toTensor();
+      if (!alias.defined() || alias.is_contiguous() || alias.numel() == 0) {
+        continue;
+      }
+      at::Tensor buffer = at::empty_like(alias, at::MemoryFormat::Contiguous);
+      strided_outs.emplace_back(buffer, alias);
+      value = std::move(buffer);
+    }
+  }
+
   const c10::DeviceIndex device = call.device >= 0 ? call.device : current_device();
   for (size_t slot : generator_slots) {
     c10::IValue& value = (*stack)[slot];
@@ -435,11 +474,22 @@ void neuron_fallback(
         "report the op to torch-neuronx.");
   }
 
+  for (auto& [buffer, alias] : strided_outs) {
+    if (alias.sizes() != buffer.sizes()) {
+      alias.resize_(buffer.sizes());
+    }
+    alias.copy_(buffer);
+  }
   call.write_back();
   const size_t num_returns = schema.returns().size();
   const size_t out_begin = stack->size() - num_returns;
   for (size_t i = 0; i < num_returns; ++i) {
     c10::IValue& value = (*stack)[out_begin + i];
+    for (const auto& [buffer, alias] : strided_outs) {
+      if (value.isTensor() && value.toTensor().unsafeGetTensorImpl() == buffer.unsafeGetTensorImpl()) {
+        value = alias;
+      }
+    }
     if (value.isTensor()) {
       value = call.unwrap(std::move(value).toTensor());
     } else if (value.isTensorList()) {
@@ -514,7 +564,12 @@ struct RegisterCpuKernelOps {
               c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
         continue;
       }
-      if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+      // A table entry may have no CPU kernel of its own: its composite kernel
+      // then runs under the CPU key on the aliases, where its stubs exist.
+      if (!foreach &&
+          !(needs_cpu_kernel(name)
+                ? handle->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)
+                : handle->hasKernelForDispatchKey(c10::DispatchKey::CPU))) {
         continue;
       }
       std::string op = name.name.substr(6);

@@ -75,6 +75,30 @@ const OpNameTable& ops_needing_cpu_kernel() {
       // solve_ex, tensorsolve) instead of the device-mismatch error the boxed
       // fallback raises.
       "aten::_linalg_solve_ex",
+      // Its only kernel is CompositeExplicitAutograd, which calls
+      // conj_physical_stub directly: on a neuron tensor that stub has no kernel
+      // (DispatchStub's INTERNAL ASSERT, "missing kernel for neuron"). Found by
+      // PyTorch's TestMathBits.test_conj_view; a sweep of every OpInfo op's
+      // function, method and in-place variants (float32, complex64) found no
+      // other op calling a stub from a composite kernel.
+      "aten::conj_physical_",
+  };
+  return table;
+}
+
+// Ops whose CPU out= kernel writes its result as if the `out` tensor were
+// contiguous, whatever its strides: a non-contiguous out= (a strided view of a
+// bigger buffer) ends up holding the values in the wrong places, where CUDA's
+// kernels respect the strides. PyTorch's OpInfo marks TestCommon.test_out an
+// expected failure on the CPU for avg_pool3d; the other two were measured the
+// same way (a make_tensor(..., noncontiguous=True) out=, compared with the
+// functional result). The fallback hands these kernels a contiguous buffer and
+// copies it into the caller's out= afterwards.
+const OpNameTable& ops_ignoring_out_strides() {
+  static const OpNameTable table = {
+      "aten::avg_pool3d",
+      "aten::avg_pool3d_backward",
+      "aten::adaptive_avg_pool3d",
   };
   return table;
 }
@@ -130,6 +154,10 @@ const OpNameTable& ops_writing_through_cpu_indices() {
 
 bool writes_through_cpu_indices(const c10::OperatorName& op) {
   return ops_writing_through_cpu_indices().count(op.name) > 0;
+}
+
+bool ignores_out_strides(const c10::OperatorName& op) {
+  return ops_ignoring_out_strides().count(op.name) > 0;
 }
 
 bool needs_cpu_kernel(const c10::OperatorName& op) {
