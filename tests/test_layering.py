@@ -265,7 +265,7 @@ NKI_LAYERS = [
     ("memory",),
     ("context",),
     ("tile",),
-    ("platforms", "cost_model"),
+    ("platforms", "cost_model", "scopes"),
     ("simulator",),
     ("instructions.constants",),         # the instruction layer, one module per engine
     ("instructions.common",),
