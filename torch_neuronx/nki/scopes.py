@@ -56,6 +56,7 @@ class _Stmt:
     stores: frozenset[str]
     store_path: Path        # block the stored names belong to (a ``for`` target: the loop body)
     line: int
+    loop_index: bool = False    # the stores are a range loop's index (an int or index, never a tensor)
 
 
 @dataclass
@@ -105,9 +106,9 @@ class _Walker:
         return path + (self.next_block,)
 
     def _add(self, first: int, last: int, path: Path, loads: set[str], stores: set[str],
-             store_path: Path | None = None) -> None:
+             store_path: Path | None = None, loop_index: bool = False) -> None:
         self.stmts.append((first, last, _Stmt(path, frozenset(loads), frozenset(stores),
-                                              path if store_path is None else store_path, first)))
+                                              path if store_path is None else store_path, first, loop_index)))
 
     def block(self, body: list[ast.stmt], path: Path) -> None:
         for s in body:
@@ -135,7 +136,7 @@ class _Walker:
             body_path = self._new(path)
             saved = self.loop_vars
             if isinstance(s, (ast.For, ast.AsyncFor)):
-                self._add(first, head_last, path, _expr_loads([s.iter]), _targets([s.target]), body_path)
+                self._add(first, head_last, path, _expr_loads([s.iter]), _targets([s.target]), body_path, True)
                 self.loop_vars = saved | _targets([s.target])
             else:
                 self._add(first, head_last, path, _expr_loads([s.test]), _named(s.test))
@@ -201,10 +202,11 @@ def analyze_function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> ScopeInfo:
     for _, _, st in w.stmts:
         for n in st.stores:
             bound_in.setdefault(n, set()).add(st.store_path)
+    maybe_tensor = {n for _, _, st in w.stmts if not st.loop_index for n in st.stores}
     cands = set()
     for _, _, st in w.stmts:
         for n in st.loads:
-            if any(not _inside(st.path, p) for p in bound_in.get(n, ())):
+            if n in maybe_tensor and any(not _inside(st.path, p) for p in bound_in.get(n, ())):
                 cands.add(n)
     info.candidates = frozenset(cands)
     for first, last, st in w.stmts:
