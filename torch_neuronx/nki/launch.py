@@ -136,7 +136,9 @@ class Kernel:
             if self.grid:
                 raise err_nested_kernel_with_spmd_grid(f"kernel '{self.__name__}' called with grid "
                                                        f"{list(self.grid)} from inside a kernel")
-            return scopes.call(self.fn, *args, **kwargs)
+            if self.frontend == "legacy":
+                return scopes.call(self.fn, *args, **kwargs)
+            return self.fn(*args, **kwargs)
         if self.mode not in _SIM_MODES:
             raise NotImplementedError(f"nki.jit(mode={self.mode!r}): this package runs kernels on its NeuronCore "
                                       f"simulator (modes {', '.join(_SIM_MODES)})")

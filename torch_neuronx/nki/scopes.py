@@ -18,6 +18,11 @@ after -- so only an ``if`` whose condition reads an enclosing loop's index opens
 ``range`` and the NKI iterators (``nl.affine_range``, ``sequential_range``, ``static_range``); ``while`` loops
 and loops over Python containers (which the page does not name) are not checked.
 
+Front end: the legacy one (``neuronxcc.nki``), whose errors page states the rule. The current ``nki``
+front end's pages (NKI 0.6) have no errors page and do not restate it, and AWS's nki-library kernels for it
+bind tensors under ``if``s inside ``range`` loops (``bwmm_shard_on_block``'s ``block_old``), so its kernels
+are not checked.
+
 How it is checked. :func:`analyze` parses the kernel's source once and gives each statement its block path
 (a ``for`` target belongs to the loop body; ``with`` and ``try`` are not scopes). Only names bound in one
 block and read where that block is not enclosing can break the rule; a kernel with none runs untraced.

@@ -825,7 +825,8 @@ class Launch:
     # ---- running ---------------------------------------------------------------------------------------
     def run(self, fn: Callable, make_args: Callable[[NeuronCoreSim], tuple]) -> Any:
         """Run ``fn`` for every program instance; return the first instance's return value."""
-        fn = functools.partial(scopes.call, fn)      # AWS's tensor scope rule (err_local_variable_used_out_of_scope)
+        if self.frontend == "legacy":       # AWS's tensor scope rule (err_local_variable_used_out_of_scope)
+            fn = functools.partial(scopes.call, fn)
         grid = self.grid
         points = list(itertools.product(*[range(int(g)) for g in grid])) if grid else [(0,)]
         nc_axes = [i for i, g in enumerate(grid) if nc_axis(g)]
