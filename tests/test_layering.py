@@ -265,7 +265,7 @@ NKI_LAYERS = [
     ("memory",),
     ("context",),
     ("tile",),
-    ("platforms", "cost_model", "arguments"),
+    ("platforms", "cost_model", "arguments", "scopes"),
     ("simulator",),
     ("instructions.constants",),         # the instruction layer, one module per engine
     ("instructions.common",),

@@ -161,6 +161,10 @@ err_hbm_tensor_with_init_value_not_supported = _make(
     "err_hbm_tensor_with_init_value_not_supported",
     "an HBM tensor cannot be created with an initial value (nl.zeros/ones/full in HBM); create it "
     "with nl.ndarray and write it", "errors")
+err_local_variable_used_out_of_scope = _make(
+    "err_local_variable_used_out_of_scope",
+    "a tensor created inside a for loop, or an if/else on a loop index, cannot be used after that block; "
+    "create it before the block and write it inside with t[...] = ...", "errors:417")
 err_annotation_shape_mismatch = _make(
     "err_annotation_shape_mismatch",
     "an annotated assignment (x: tensor[128, 512] = ...) must have the shape of its annotation",

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, scopes
 from .context import active
 from .errors import err_nested_kernel_with_spmd_grid, err_unsupported_on_target
 from .platforms import get_platform
@@ -136,6 +136,8 @@ class Kernel:
             if self.grid:
                 raise err_nested_kernel_with_spmd_grid(f"kernel '{self.__name__}' called with grid "
                                                        f"{list(self.grid)} from inside a kernel")
+            if self.frontend == "legacy":
+                return scopes.call(self.fn, *args, **kwargs)
             return self.fn(*args, **kwargs)
         if self.mode not in _SIM_MODES:
             raise NotImplementedError(f"nki.jit(mode={self.mode!r}): this package runs kernels on its NeuronCore "

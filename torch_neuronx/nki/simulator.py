@@ -29,6 +29,7 @@ allocations (NaN / 4) so reads of unwritten memory show.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import itertools
 import threading
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dtypes
+from . import context, dtypes, scopes
 from .cost_model import Timeline
 from .errors import (err_buffer_capacity_exceeded, err_cannot_update_immutable_parameter, err_core_barrier_mismatch,
                      err_invalid_instruction_argument, err_invalid_program_axis,
@@ -849,6 +850,8 @@ class Launch:
     # ---- running ---------------------------------------------------------------------------------------
     def run(self, fn: Callable, make_args: Callable[[NeuronCoreSim], tuple]) -> Any:
         """Run ``fn`` for every program instance; return the first instance's return value."""
+        if self.frontend == "legacy":       # AWS's tensor scope rule (err_local_variable_used_out_of_scope)
+            fn = functools.partial(scopes.call, fn)
         grid = self.grid
         points = list(itertools.product(*[range(int(g)) for g in grid])) if grid else [(0,)]
         nc_axes = [i for i, g in enumerate(grid) if nc_axis(g)]
