@@ -13,6 +13,13 @@
 // the device's own, _cpu_alias), torch.neuron.synchronize(), a device change,
 // and deterministic mode (torch.use_deterministic_algorithms(True) turns
 // recording off).
+//
+// Inputs: a queued op holds a snapshot of each input (its own TensorImpl on
+// the same storage, sizes, strides, offset and dtype), never the caller's
+// tensor, so re-pointing a tensor after the op was queued (`.data =`, `set_`,
+// swap_tensors) does not change what the op reads. A queued result's storage
+// carries a materializer hook: the first write access to its data pointer
+// (data_ptr(), mutable_data()) runs the queue.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
