@@ -107,10 +107,15 @@ def test_torchrun_with_num_cores_gives_each_rank_its_own_cores(n, visible):
 
 
 def test_torchrun_with_more_num_cores_blocks_than_cores_is_an_error():
+    # Rank 2 fails at import (its block, cores 4-5, does not exist), ranks 0 and 1 at the rendezvous
+    # (3 x 2 cores on 4); torchrun stops the others with SIGTERM as soon as one rank fails, so which
+    # message is printed depends on which rank fails first. Each message alone is tested in
+    # tests/test_topology.py; here the job must fail with at least one of them.
     proc = torchrun("rendezvous_env", 3, env={"NEURON_RT_NUM_CORES": "2"})
     assert proc.returncode != 0
-    assert "each takes NEURON_RT_NUM_CORES=2 logical NeuronCore(s), 6 in all" in proc.stderr, report(proc)
-    assert "NEURON_RT_NUM_CORES=2 with LOCAL_RANK=2" in proc.stderr, report(proc)
+    named = ["each takes NEURON_RT_NUM_CORES=2 logical NeuronCore(s), 6 in all",
+             "NEURON_RT_NUM_CORES=2 with LOCAL_RANK=2"]
+    assert any(m in proc.stderr for m in named), report(proc)
 
 
 def test_num_cores_from_one_visible_list_for_every_rank_is_an_error_not_a_shared_core():
