@@ -29,8 +29,10 @@ def _raises_scope(kernel, *args, name):
 
 
 # --- failing kernels ----------------------------------------------------------------------------------
-def test_tile_bound_in_if_else_on_the_loop_index_and_read_after_it():
-    """The page's first example: branches on the loop index, the store inside the loop after the if."""
+@pytest.mark.parametrize("store_in_loop", [True, False], ids=["store-after-the-if", "store-after-the-loop"])
+def test_tile_bound_in_if_else_on_the_loop_index_and_read_after_it(store_in_loop):
+    """The page's first example (the store inside the loop, after the if) and the reproducer (the store after
+    the loop): either way ``tmp`` is read outside the if/else that bound it."""
     @nki.jit
     def k(a, b):
         c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -39,22 +41,10 @@ def test_tile_bound_in_if_else_on_the_loop_index_and_read_after_it():
                 tmp = nl.load(a)
             else:
                 tmp = nl.load(b)
+            if store_in_loop:
+                nl.store(c, tmp)
+        if not store_in_loop:
             nl.store(c, tmp)
-        return c
-    _raises_scope(k, A, B, name="tmp")
-
-
-def test_tile_bound_in_a_loop_and_read_after_the_loop():
-    """The reproducer: the if/else inside a range loop, the store after the loop."""
-    @nki.jit
-    def k(a, b):
-        c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-        for i in range(4):
-            if i < 2:
-                tmp = nl.load(a)
-            else:
-                tmp = nl.load(b)
-        nl.store(c, tmp)
         return c
     _raises_scope(k, A, B, name="tmp")
 
