@@ -49,14 +49,20 @@ def test_tile_bound_in_if_else_on_the_loop_index_and_read_after_it(store_in_loop
     _raises_scope(k, A, B, name="tmp")
 
 
-def test_tile_created_in_an_affine_range_body_and_stored_after_the_loop():
-    @nki.jit
+def _tile_from_the_last_affine_iteration(jit, lang, rows):
+    """The same kernel in either front end: a tile created in an ``affine_range`` body, stored after the loop."""
+    @jit
     def k(a):
-        c = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
-        for i in nl.affine_range(4):
-            t = nl.load(a[i * 128:(i + 1) * 128, :])
-        nl.store(c, t)
+        c = lang.ndarray((128, 8), dtype=a.dtype, buffer=lang.shared_hbm)
+        for i in lang.affine_range(rows // 128):
+            t = lang.load(a[i * 128:(i + 1) * 128, :])
+        lang.store(c, t)
         return c
+    return k
+
+
+def test_tile_created_in_an_affine_range_body_and_stored_after_the_loop():
+    k = _tile_from_the_last_affine_iteration(nki.jit, nl, 512)
     msg = _raises_scope(k, np.zeros((512, 8), F32), name="t")
     assert "[128, 8]" in msg
 
@@ -77,13 +83,7 @@ def test_name_rebound_to_a_new_tensor_in_a_sequential_loop_and_read_after_it():
 def test_the_current_front_end_does_not_check_the_rule():
     """AWS states the rule for the legacy front end only (no errors page for NKI 0.6): the same kernel runs
     in the current front end and stores the last iteration's tile."""
-    @cnki.jit
-    def k(a):
-        c = cnl.ndarray((128, 8), dtype=a.dtype, buffer=cnl.shared_hbm)
-        for i in cnl.affine_range(2):
-            t = cnl.load(a[i * 128:(i + 1) * 128, :])
-        cnl.store(c, t)
-        return c
+    k = _tile_from_the_last_affine_iteration(cnki.jit, cnl, 256)
     x = np.arange(256 * 8, dtype=F32).reshape(256, 8)
     np.testing.assert_array_equal(k(x), x[128:])
 
