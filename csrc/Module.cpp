@@ -9,6 +9,7 @@
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
+#include "runtime/HostAllocator.h"
 #include "runtime/Log.h"
 #include "runtime/Runtime.h"
 
@@ -50,6 +51,37 @@ PYBIND11_MODULE(_C, m) {
     d["capacity"] = c.capacity;
     return d;
   });
+  m.def("_host_memory_stats", []() {
+    const at::HostStats s = torch_neuronx::pinned_host_stats();
+    auto stat = [](const c10::CachingAllocator::Stat& v) {
+      py::dict d;
+      d["current"] = v.current;
+      d["peak"] = v.peak;
+      d["allocated"] = v.allocated;
+      d["freed"] = v.freed;
+      return d;
+    };
+    auto duration = [](const c10::CachingAllocator::DurationStat& v) {
+      py::dict d;
+      d["total"] = v.total;
+      d["max"] = v.max;
+      d["min"] = v.min;
+      d["count"] = v.count;
+      d["avg"] = v.count ? v.total / v.count : 0;
+      return d;
+    };
+    py::dict d;
+    d["allocations"] = stat(s.allocations);
+    d["allocated_bytes"] = stat(s.allocated_bytes);
+    d["active_requests"] = stat(s.active_requests);
+    d["active_bytes"] = stat(s.active_bytes);
+    d["num_host_alloc"] = s.num_host_alloc;
+    d["num_host_free"] = s.num_host_free;
+    d["host_alloc_time"] = duration(s.host_alloc_time);
+    d["host_free_time"] = duration(s.host_free_time);
+    return d;
+  });
+  m.def("_reset_host_memory_stats", [](bool peak_only) { torch_neuronx::reset_pinned_host_stats(peak_only); });
   m.def("_set_memory_fraction", [](int index, double fraction) {
     torch_neuronx::set_memory_fraction(static_cast<c10::DeviceIndex>(index), fraction);
   });

@@ -78,5 +78,20 @@ def test_accelerator_device_capability_lists_the_device_dtypes():
     with pytest.raises(NotImplementedError, match="quantized"):
         torch.empty(2, dtype=torch.qint8, device="neuron")
     assert torch.accelerator.get_device_capability() == caps
+    # PyTorch's accelerator contract: a listed dtype round-trips through another listed one, an
+    # unlisted one raises (the bit-container and sub-byte dtypes have no copy kernel, as on CPU)
+    for name in dir(torch):
+        dtype = getattr(torch, name)
+        if not isinstance(dtype, torch.dtype):
+            continue
+        if dtype in dtypes:
+            back = torch.zeros(4, dtype=dtype).to("neuron").to(torch.float32).to(dtype)
+            assert back.dtype == dtype and back.device.type == "neuron"
+            assert torch.equal(back.cpu().view(torch.uint8), torch.zeros(4, dtype=dtype).view(torch.uint8))
+        else:
+            with pytest.raises((RuntimeError, TypeError)):  # NotImplementedError is a RuntimeError
+                torch.empty(16, dtype=dtype, device="neuron").to(torch.float32).to(dtype)
+    for dtype in (torch.bits8, torch.uint4, torch.int4, torch.float4_e2m1fn_x2):
+        assert dtype not in dtypes
     with pytest.raises(RuntimeError, match="neuron"):
         torch.accelerator.get_device_capability(torch.neuron.device_count())

@@ -54,6 +54,34 @@ def test_pin_memory_and_dataloader():
     assert seen == sum(range(16))
 
 
+def test_pinned_host_memory_is_counted_and_empty_host_cache_runs():
+    # torch.accelerator.empty_host_cache() reaches the device's registered host allocator (a
+    # segmentation fault when a PrivateUse1 device registers none).
+    torch.accelerator.empty_host_cache()
+    torch.neuron.reset_peak_host_memory_stats()
+    before = torch.neuron.host_memory_stats()
+    p = torch.randn(1000).pin_memory()  # 4,000 bytes
+    during = torch.neuron.host_memory_stats()
+    assert during["active_bytes.current"] == before["active_bytes.current"] + 4000
+    assert during["active_requests.current"] == before["active_requests.current"] + 1
+    assert during["num_host_alloc"] == before["num_host_alloc"] + 1
+    assert during["active_bytes.peak"] >= during["active_bytes.current"]
+    nested = torch.neuron.host_memory_stats_as_nested_dict()
+    assert nested["allocated_bytes"]["current"] == during["allocated_bytes.current"]
+    del p
+    after = torch.neuron.host_memory_stats()
+    assert after["active_bytes.current"] == before["active_bytes.current"]
+    assert after["active_bytes.freed"] == before["active_bytes.freed"] + 4000
+    assert after["num_host_free"] == before["num_host_free"] + 1
+    torch.accelerator.empty_host_cache()  # nothing cached: the counts stay
+    assert torch.neuron.host_memory_stats()["allocations.current"] == after["allocations.current"]
+    torch.neuron.reset_peak_host_memory_stats()
+    assert torch.neuron.host_memory_stats()["active_bytes.peak"] == after["active_bytes.current"]
+    torch.neuron.reset_accumulated_host_memory_stats()
+    reset = torch.neuron.host_memory_stats()
+    assert reset["active_bytes.freed"] == reset["num_host_alloc"] == reset["host_alloc_time.count"] == 0
+
+
 def test_concurrent_host_to_device_copies_from_four_threads():
     src = [torch.randn(257, 129) for _ in range(32)]
     out = [None] * len(src)

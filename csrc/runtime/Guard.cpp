@@ -63,17 +63,23 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override {
     return device_count();
   }
-  // torch.accelerator.get_device_capability(): every dtype a neuron tensor can hold (dense
-  // tensors of every non-quantized dtype; fp64 and complex compute as host fallbacks); the
-  // quantized dtypes are not, as quantized tensors are refused on the device.
+  // torch.accelerator.get_device_capability(): the dtypes a neuron tensor can hold and convert
+  // to and from the others (dense tensors; fp64 and complex compute as host fallbacks).
+  // Not listed: the quantized dtypes (quantized tensors are refused on the device), and the
+  // bit-container and sub-byte dtypes (bits*, int1-int7, uint1-uint7, float4_e2m1fn_x2), which
+  // can be allocated but which no copy kernel converts (as on the CPU): PyTorch's own
+  // accelerator test takes "supported" to mean "round-trips through another supported dtype".
   c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
     check_device(d.index());
     c10::DeviceCapability capability;
-    capability.capability_data.supported_scalar_types.has_QInt8 = 0;
-    capability.capability_data.supported_scalar_types.has_QUInt8 = 0;
-    capability.capability_data.supported_scalar_types.has_QInt32 = 0;
-    capability.capability_data.supported_scalar_types.has_QUInt4x2 = 0;
-    capability.capability_data.supported_scalar_types.has_QUInt2x4 = 0;
+    auto& has = capability.capability_data.supported_scalar_types;
+    has.has_QInt8 = has.has_QUInt8 = has.has_QInt32 = has.has_QUInt4x2 = has.has_QUInt2x4 = 0;
+    has.has_Bits1x8 = has.has_Bits2x4 = has.has_Bits4x2 = has.has_Bits8 = has.has_Bits16 = 0;
+    has.has_UInt1 = has.has_UInt2 = has.has_UInt3 = has.has_UInt4 = has.has_UInt5 = has.has_UInt6 =
+        has.has_UInt7 = 0;
+    has.has_Int1 = has.has_Int2 = has.has_Int3 = has.has_Int4 = has.has_Int5 = has.has_Int6 =
+        has.has_Int7 = 0;
+    has.has_Float4_e2m1fn_x2 = 0;
     return capability;
   }
   void record(

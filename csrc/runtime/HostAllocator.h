@@ -3,6 +3,7 @@
 // pointers are remembered so that is_pinned() can answer.
 #pragma once
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/Allocator.h>
 
 namespace torch_neuronx {
@@ -12,5 +13,12 @@ c10::Allocator* pinned_host_allocator();
 
 // True when `ptr` is the start of a live block of pinned_host_allocator().
 bool is_pinned_ptr(const void* ptr);
+
+// Statistics of pinned_host_allocator() (torch.neuron.host_memory_stats()): blocks and bytes
+// live, allocated and freed, and the time spent in host allocation and free calls (µs).
+at::HostStats pinned_host_stats();
+
+// Resets the peak values (peak_only) or the peak and the accumulated ones.
+void reset_pinned_host_stats(bool peak_only);
 
 } // namespace torch_neuronx

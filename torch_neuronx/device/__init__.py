@@ -32,6 +32,12 @@ from .memory import (
     reset_max_memory_allocated,
     reset_peak_memory_stats,
 )
+from .host_memory import (
+    host_memory_stats,
+    host_memory_stats_as_nested_dict,
+    reset_accumulated_host_memory_stats,
+    reset_peak_host_memory_stats,
+)
 from .properties import NeuronDeviceProperties, get_device_capability, get_device_name, get_device_properties
 from .random import (
     all_default_generators,
@@ -198,10 +204,12 @@ __all__ = [
     "current_device", "current_stream",
     "default_generator", "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_amp_supported_dtype", "get_device_capability", "get_device_name", "get_device_properties",
-    "get_rng_state", "get_rng_state_all", "init", "initial_seed", "is_available",
+    "get_rng_state", "get_rng_state_all", "host_memory_stats", "host_memory_stats_as_nested_dict", "init",
+    "initial_seed", "is_available",
     "is_bf16_supported", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats",
     "memory_summary", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
-    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state",
+    "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats", "reset_peak_memory_stats", "seed",
+    "seed_all", "set_device", "set_rng_state",
     "set_rng_state_all", "set_stream", "stream", "synchronize",
 ]
