@@ -158,3 +158,100 @@ def test_compiled_graph_has_the_kernel_node_neuron_backend(model_and_batch):
     out, seen = _compiled_logits(model, batch, "neuron")
     assert torch.ops.neuron_kernels.rms_norm.default in seen
     torch.testing.assert_close(out.cpu(), ref.cpu(), rtol=1e-4, atol=1e-4)
+
+
+# A kernel repository whose layer calls an NKI kernel directly (no nki_op, no autograd formula), as
+# the Hub's NKI example kernels do; one layer declares has_backward = False, the other leaves it out
+# (kernels then assumes True). Built in a temporary folder, offline.
+DOUBLE_REPO_ID = "torch-neuronx/test-double"
+DOUBLE_INIT = '''
+from torch_neuronx import nki
+import torch_neuronx.nki.language as nl
+
+
+@nki.jit
+def double(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(a) * 2.0)
+    return out
+
+
+from . import layers
+'''
+DOUBLE_LAYERS = '''
+from torch import nn
+
+
+class Double(nn.Module):
+    def forward(self, x):
+        from . import double
+        return double(x)
+
+
+class DoubleInferenceOnly(nn.Module):
+    has_backward = False
+
+    def forward(self, x):
+        from . import double
+        return double(x)
+'''
+
+
+@kernels.use_kernel_forward_from_hub("Double")
+class _Double(torch.nn.Module):
+    def forward(self, x):
+        return 2 * x
+
+
+class _Residual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.twice = _Double()
+
+    def forward(self, x):
+        h = self.linear(x)
+        return h + self.twice(h)
+
+
+@pytest.fixture
+def double_repo(tmp_path, monkeypatch):
+    variant = tmp_path / "build" / "torch-neuron"
+    (variant / "test_double").mkdir(parents=True)
+    (variant / "metadata.json").write_text('{"id": "_test_double_torch_neuron", "name": "test-double", '
+                                           '"version": 1, "license": "Apache-2.0", "python-depends": [], '
+                                           '"backend": {"type": "neuron"}}')
+    (variant / "test_double" / "__init__.py").write_text(DOUBLE_INIT)
+    (variant / "test_double" / "layers.py").write_text(DOUBLE_LAYERS)
+    monkeypatch.setenv("LOCAL_KERNELS", f"{DOUBLE_REPO_ID}={tmp_path}")
+
+
+def _double_model(layer_name, mode):
+    torch.manual_seed(0)
+    cpu = _Residual()
+    model = copy.deepcopy(cpu).to("neuron")
+    mapping = {"Double": {"neuron": LayerRepository(DOUBLE_REPO_ID, layer_name=layer_name, revision="main")}}
+    with use_kernel_mapping(mapping):
+        model = kernelize(model, device="neuron", mode=mode)
+    return cpu, model
+
+
+def test_training_with_a_layer_without_backward_raises_on_backward(double_repo):
+    cpu, model = _double_model("Double", Mode.TRAINING)
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1))
+    out = model(x.to("neuron"))                               # the NKI kernel runs (forward only)
+    torch.testing.assert_close(out.detach().cpu(), cpu(x).detach(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match=r"NKI kernel 'double'.*has_backward = False"):
+        out.sum().backward()                                  # never a gradient silently cut at the kernel
+
+
+def test_training_with_has_backward_false_falls_back_and_matches_cpu(double_repo):
+    cpu, model = _double_model("DoubleInferenceOnly", Mode.TRAINING)
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1))
+    cpu(x).sum().backward()
+    model(x.to("neuron")).sum().backward()                    # kernelize kept PyTorch's forward
+    for (name, p_cpu), (_, p) in zip(cpu.named_parameters(), model.named_parameters(), strict=True):
+        torch.testing.assert_close(p.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-6, msg=name)
+    _, inference = _double_model("DoubleInferenceOnly", Mode.INFERENCE)
+    with torch.no_grad():                                     # inference uses the kernel
+        torch.testing.assert_close(inference(x.to("neuron")).cpu(), cpu(x).detach(), rtol=1e-5, atol=1e-6)

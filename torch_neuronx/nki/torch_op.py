@@ -46,6 +46,14 @@ Errors: ``RuntimeError`` for CPU or mixed-device tensor arguments (NKI kernels r
 :class:`SymbolicShapeError` when traced with symbolic shapes (``dynamic=True``, ``torch.export``
 with ``dynamic_shapes``; kernels are compiled for static shapes); kernel rule
 violations raise the simulator's ``NKIError`` subclasses (``err_...`` names, see :mod:`.errors`).
+
+Autograd. A kernel has no gradient formula of its own: an ``nki_op`` gets one with
+``register_autograd`` (without it, PyTorch's "no autograd formula was registered" error at backward).
+A kernel called directly on tensors (``kernel(x)``, as the Hugging Face ``kernels`` Hub's NKI layers do)
+with grad mode on and an input that requires grad returns outputs that stay in the autograd graph
+and whose backward raises ``RuntimeError`` naming the kernel and the fixes (``nki_op`` +
+``register_autograd``, ``torch.no_grad()``, or ``has_backward = False`` on a ``kernels`` layer so that
+``kernelize(mode=Mode.TRAINING)`` keeps PyTorch's forward): the gradient is never silently cut.
 """
 from __future__ import annotations
 
@@ -287,7 +295,47 @@ def _run_with_torch(kernel: Kernel, args, kwargs):
     result = pytree.tree_map(conv, out)
     if _estimate.current is not None:
         _report_to_estimate(kernel, args, kwargs, result, BenchmarkResult(sim, kernel.__name__))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        result = _without_backward(kernel.__name__, result, tensors, by_id)
     return result
+
+
+class _NoBackward(torch.autograd.Function):
+    """Puts the fresh outputs of a direct kernel call in the autograd graph of its inputs, with a
+    backward that raises: the gradient is never silently cut at the kernel."""
+
+    @staticmethod
+    def forward(ctx, name: str, outputs: tuple, *grad_inputs: torch.Tensor):
+        ctx.kernel_name = name
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(
+            f"Trying to backward through NKI kernel '{ctx.kernel_name}', which was called directly on tensors "
+            "that require grad: an NKI kernel has no autograd formula. Wrap the call in an nki_op and add one "
+            "with register_autograd(...), or call the kernel under torch.no_grad(). A Hugging Face kernels layer "
+            "whose kernel has no backward must set has_backward = False, so that kernelize keeps the layer's "
+            "PyTorch forward in Mode.TRAINING.")
+
+
+def _without_backward(name: str, result, inputs: list, by_id: dict):
+    """``result`` with each fresh floating-point output tensor replaced by one whose ``grad_fn``
+    raises on backward (:class:`_NoBackward`). Called for a direct (non-``nki_op``) kernel call with
+    grad mode on and an input that requires grad; inside an ``nki_op`` grad mode is off (the custom
+    op's own autograd formula, or PyTorch's "no autograd formula" error, applies). Outputs that are
+    the caller's own tensors (returned ``nt.mutable_tensor`` inputs) are left as they are."""
+    returned_inputs = {id(t) for t in by_id.values()}
+    leaves, spec = pytree.tree_flatten(result)
+    fresh = [i for i, o in enumerate(leaves) if isinstance(o, torch.Tensor) and id(o) not in returned_inputs
+             and (o.is_floating_point() or o.is_complex())]
+    if not fresh:
+        return result
+    wrapped = _NoBackward.apply(name, tuple(leaves[i] for i in fresh),
+                                *[t for t in inputs if t.requires_grad])
+    for i, o in zip(fresh, wrapped, strict=True):
+        leaves[i] = o
+    return pytree.tree_unflatten(leaves, spec)
 
 
 class SymbolicShapeError(RuntimeError):
