@@ -16,6 +16,7 @@ from .. import _C, _state
 from . import _utils  # noqa: F401  (torch.neuron._utils, read by torch.load)
 from .._device_index import DeviceLike, device_index
 from ..runtime.platforms import PLATFORMS
+from .legacy_storage import LEGACY_STORAGE_CLASSES
 from .memory import (
     empty_cache,
     max_memory_cached,
@@ -193,6 +194,10 @@ def __getattr__(name: str):
     )
 
 
+# torch.neuron.FloatStorage, ...: PyTorch's typed storages look them up here (legacy_storage.py).
+globals().update(LEGACY_STORAGE_CLASSES)
+
+
 def is_fp8_supported() -> bool:
     """True: Trainium2/3 tensor engines take fp8 (e4m3, e5m2) inputs."""
     return True
@@ -212,4 +217,5 @@ __all__ = [
     "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "set_device", "set_rng_state",
     "set_rng_state_all", "set_stream", "stream", "synchronize",
+    *LEGACY_STORAGE_CLASSES,
 ]
