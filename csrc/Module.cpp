@@ -132,6 +132,7 @@ PYBIND11_MODULE(_C, m) {
   torch_neuronx::bind_compiled_graph(m);
   // Adaptive eager execution (csrc/aten/AdaptiveEager.h; Python side: torch_neuronx.adaptive).
   m.def("_adaptive_flush", []() { torch_neuronx::adaptive::flush(); });
+  m.def("_adaptive_flush_if_queued", [](const at::Tensor& t) { torch_neuronx::adaptive::flush_if_queued(t); });
   m.def("_adaptive_enabled", []() { return torch_neuronx::adaptive::on(); });
   m.def("_adaptive_set_enabled", [](bool enabled) { torch_neuronx::adaptive::set_enabled(enabled); });
   m.def("_adaptive_enter_graph", []() { return torch_neuronx::adaptive::enter_graph(); });

@@ -692,8 +692,8 @@ bool describe_out_arg(const at::Tensor& t, Prepared& p) {
   }
   const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
   if (contains(p.input_storages, si) || g_trace.produced.contains(si) ||
-      (t.storage().data() == nullptr && t.storage().nbytes() > 0)) {
-    return false;
+      (t.storage().data() == nullptr && t.storage().nbytes() > 0) || si->has_materializer()) {
+    return false;  // (a storage with a materializer of its own: ours could not be installed)
   }
   for (const at::Tensor& other : p.out_args) {
     if (other.storage().unsafeGetStorageImpl() == si) {
@@ -835,11 +835,14 @@ OutMeta meta_of(const at::Tensor& t) {
   return m;
 }
 
-// A pending result's storage has no memory until the flush fills it. Its
+// A pending result's storage has no memory until the flush fills it, and an
+// out= tensor of a queued op holds its old values until then. Their
 // materializer (PyTorch calls it on the first write-path access to the
-// memory: data_ptr(), untyped_storage().data_ptr(), DLPack,
-// __array_interface__, ctypes through them) runs what is queued, so such an
-// access gets the real pointer, as with the flag off. fill() removes it.
+// memory: data_ptr(), untyped_storage().data_ptr(), DLPack, ctypes through
+// them) runs what is queued, so such an access gets the real pointer and
+// values, as with the flag off. fill() removes it. PyTorch has no such hook
+// for read-only access (const_data_ptr(), StorageImpl::data()): see
+// flush_if_queued for the Python paths, AdaptiveEager.h for what remains.
 void materialize_pending(c10::StorageImpl* /*storage*/) {
   flush();
 }
@@ -1440,7 +1443,13 @@ bool intercept(
     g_trace.ops.push_back(Queued{op, child, std::move(args), {}});
     c10::SmallVector<at::Tensor, 2> outs;
     if (policy == kOutVariant) {
-      outs = p.out_args;  // written at the flush
+      // Written at the flush. Until then the memory holds the old values, so
+      // a write-path access to it (data_ptr(), DLPack, storage data_ptr())
+      // runs the queue first, as for a pending result; fill() removes it.
+      outs = p.out_args;
+      for (const at::Tensor& t : outs) {
+        t.storage().unsafeGetStorageImpl()->set_materializer(&materialize_pending);
+      }
     } else {
       for (const OutMeta& m : child->outs) {
         outs.push_back(make_pending(m, p.device));
@@ -1534,6 +1543,24 @@ void flush() {
   }
   auto lock = lock_state();
   flush_locked();
+}
+
+void flush_if_queued(const at::Tensor& t) {
+  if (!g_pending.load(std::memory_order_acquire) || t_bypass || !t.defined()) {
+    return;
+  }
+  // unsafe_storage: a tensor whose storage access throws (a functional or
+  // wrapper subclass) has none of ours. Every storage a queued op writes has
+  // our materializer until the flush fills it: others (fake tensors' meta
+  // storages during a compile included) return without taking the lock.
+  const c10::StorageImpl* si = t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+  if (si == nullptr || si->device_type() != kNeuron || !si->has_materializer()) {
+    return;
+  }
+  auto lock = lock_state();
+  if (g_trace.mode != Mode::Empty && g_trace.produced.contains(si)) {
+    flush_locked();
+  }
 }
 
 bool enter_graph() {

@@ -17,9 +17,28 @@
 // Inputs: a queued op holds a snapshot of each input (its own TensorImpl on
 // the same storage, sizes, strides, offset and dtype), never the caller's
 // tensor, so re-pointing a tensor after the op was queued (`.data =`, `set_`,
-// swap_tensors) does not change what the op reads. A queued result's storage
-// carries a materializer hook: the first write access to its data pointer
-// (data_ptr(), mutable_data()) runs the queue.
+// swap_tensors) does not change what the op reads.
+//
+// Observing memory a queued op writes (a pending result, which has no memory
+// yet, or the out= tensor of a queued out= op, which holds its old values):
+//  * ops: every neuron kernel cuts (the boxed fallback) or flushes (the
+//    device's own kernels, copies) before it reads;
+//  * write-path pointer access (data_ptr(), mutable_data(), DLPack, the
+//    storage's data_ptr()): the storage carries a materializer that runs the
+//    queue (StorageImpl::set_materializer);
+//  * Python storage access (untyped_storage(), and through it storage(),
+//    deepcopy, pickling, torch.save, safetensors): flush_if_queued, called
+//    by torch_neuronx.adaptive's untyped_storage before the storage object
+//    is made (PyTorch's storage methods refuse a storage without memory);
+//  * read-only pointer access from C++ outside the dispatcher
+//    (const_data_ptr(), StorageImpl::data()): NOT covered. PyTorch 2.13 has
+//    no hook there: StorageImpl's materializer runs on mutable access only,
+//    DataPtr::get() is inline, and the read-only check
+//    (throw_on_immutable_data_ptr) can only throw, and throws before the
+//    materializer runs, so it would break mutable access too. Such code sees
+//    null for a pending result and the old values for an out= tensor until
+//    torch.neuron.synchronize(); in this project only kernels read that way,
+//    and they flush first.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -58,6 +77,12 @@ inline void flush_pending() {
     flush();
   }
 }
+
+// Executes everything queued when `t`'s storage is written by a queued op (a
+// pending result or an out= tensor); nothing otherwise (cheap when nothing is
+// queued). For paths that hand a tensor's storage to code reading it
+// directly (Python storage objects).
+void flush_if_queued(const at::Tensor& t);
 
 // Turns recording on or off (off flushes first).
 void set_enabled(bool enabled);

@@ -1,7 +1,7 @@
 """Adaptive eager execution: merged kernels give the op-by-op values, cuts flush, counters count.
 
-Each test turns it on for itself (``torch_neuronx.adaptive.set_enabled``) with an empty trace cache
-and restores the previous state afterwards, so the file runs the same with or without
+Each test turns it on for itself (the ``on`` fixture of ``conftest.py``: an empty trace cache, the
+previous state restored afterwards), so the file runs the same with or without
 ``TORCH_NEURONX_ADAPTIVE_EAGER=1``.
 """
 from __future__ import annotations
@@ -13,21 +13,6 @@ import torch_neuronx
 from torch_neuronx import _C, adaptive
 
 TOL = 1e-6
-
-
-@pytest.fixture
-def on():
-    """Adaptive eager on with no recorded trace, compiling a trace when it ends the second time (the
-    tests count compiles and hits from there); the previous state back afterwards."""
-    previous, previous_after = adaptive.enabled(), adaptive.compile_after()
-    adaptive.clear_cache()
-    adaptive.set_enabled(True)
-    adaptive.set_compile_after(2)
-    adaptive.reset_adaptive_eager_metrics()
-    yield
-    adaptive.set_enabled(previous)
-    adaptive.set_compile_after(previous_after)
-    adaptive.install()  # the regular compiler, in case a test replaced it
 
 
 def chain(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -390,8 +375,12 @@ def test_the_data_pointer_of_a_queued_result_runs_the_queue_and_is_real(on, poin
     import ctypes
 
     base = torch.arange(1.0, 5.0).to("neuron")
-    for _ in range(4):  # record, then queued (op by op, then the kernel)
-        y = base * 2
+    for step in range(4):  # record, then queued (op by op, then the kernel)
+        before = metrics()["queued_ops"]
+        y = (base * 2 + 1) * 3
+        assert metrics()["queued_ops"] == before + (3 if step else 0)  # still queued here
         ptr = y.data_ptr() if pointer == "tensor" else y.untyped_storage().data_ptr()
         assert ptr != 0
-        assert list((ctypes.c_float * 4).from_address(ptr)) == [2.0, 4.0, 6.0, 8.0]
+        assert list((ctypes.c_float * 4).from_address(ptr)) == [9.0, 15.0, 21.0, 27.0]
+        torch.neuron.synchronize()  # the trace ends here, so the next pass repeats it
+    assert metrics()["kernel_hits"] >= 1

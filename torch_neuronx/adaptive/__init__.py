@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 from .. import _C
+from . import storage_access
 from .metrics import AdaptiveEagerMetrics, get_adaptive_eager_metrics, reset_adaptive_eager_metrics
 
 ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
@@ -39,8 +40,11 @@ def _compile(description: Any) -> Any:
 
 def install() -> None:
     """Hands the kernel compiler to the C++ recorder (imports nothing heavy; Inductor loads at the
-    first compile). Called by the autoload when ``TORCH_NEURONX_ADAPTIVE_EAGER=1``."""
+    first compile) and makes ``Tensor.untyped_storage()`` run the queued ops that write the storage
+    first (:mod:`.storage_access`). Called by the autoload when ``TORCH_NEURONX_ADAPTIVE_EAGER=1``
+    and by :func:`set_enabled`."""
     _C._adaptive_set_compiler(_compile)
+    storage_access.install()
 
 
 def read_env() -> bool:
