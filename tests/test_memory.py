@@ -208,3 +208,32 @@ def test_profiler_memory_view_sees_device_allocations():
     frees = [e for e in prof.events() if e.name == "[memory]" and e.device_memory_usage == -nbytes]
     assert len(frees) == 1
     del z
+
+
+def test_accelerate_batch_size_finder_recognises_the_out_of_memory_error(py):
+    # accelerate's find_executable_batch_size (Trainer's auto_find_batch_size) halves the batch only for
+    # errors whose text it knows (" out of memory." in a one-argument RuntimeError): the neuron OOM must be one.
+    r = py("""
+        import torch
+        from accelerate.utils import find_executable_batch_size
+        from accelerate.utils.memory import should_reduce_batch_size
+        tried = []
+        @find_executable_batch_size(starting_batch_size=64)
+        def step(batch_size):
+            tried.append(batch_size)
+            x = torch.ones(batch_size * (10 << 20), dtype=torch.uint8, device='neuron')  # 10 MiB per sample
+            return x.numel() // (10 << 20)
+        print(step(), tried)
+        x = torch.ones(3 << 20, device='neuron')
+        try:
+            torch.cat([x] * 6)   # the result is allocated inside an op
+        except torch.OutOfMemoryError as e:
+            print(should_reduce_batch_size(e))
+    """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
+    assert r.returncode == 0, r.stderr
+    found, tried = r.stdout.split("\n")[0].split(" ", 1)
+    sizes = [int(b) for b in tried.strip("[]").split(", ")]
+    # 64 MiB of HBM, 10 MiB per sample: every batch the finder tried above 6 failed, 6 (60 MiB) ran, as on a
+    # CUDA device with 64 MiB free (the reduction schedule is accelerate's).
+    assert int(found) == sizes[-1] == 6 and all(b * 10 > 64 for b in sizes[:-1]) and len(sizes) > 1
+    assert r.stdout.split("\n")[1] == "True"
