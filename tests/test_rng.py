@@ -102,3 +102,18 @@ def test_default_generators_tuple_like_cuda():
     assert all(isinstance(g, torch.Generator) and g.device == torch.device("neuron", i) for i, g in enumerate(gens))
     gens[1].manual_seed(123)
     assert torch.neuron.default_generator(1).initial_seed() == 123
+
+
+def test_default_device_dataloader_shuffle_names_the_generator_fix():
+    from torch.utils.data import DataLoader
+
+    torch.set_default_device("neuron")
+    try:
+        with pytest.raises(RuntimeError, match=r"generator=torch\.Generator\(device='neuron'\)"):
+            list(DataLoader(range(10), batch_size=4, shuffle=True))
+        gen = torch.Generator(device="neuron").manual_seed(0)
+        batches = [b.tolist() for b in DataLoader(range(10), batch_size=4, shuffle=True, generator=gen)]
+    finally:
+        torch.set_default_device(None)
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert sorted(sum(batches, [])) == list(range(10))

@@ -440,7 +440,13 @@ void neuron_fallback(
       TORCH_CHECK(
           gen.device().is_cpu() && call.device < 0,
           "Expected a 'neuron' device type for generator but found '", gen.device().type(),
-          "' (in ", call.name(), ")");
+          "' (in ", call.name(),
+          "): the op makes a neuron tensor, so it needs a neuron generator: pass "
+          "torch.Generator(device='neuron'), or create the tensor with device='cpu'. Under "
+          "torch.set_default_device('neuron'), torch.utils.data's samplers (DataLoader(shuffle=True), "
+          "RandomSampler) make this call with a CPU generator: give the DataLoader "
+          "generator=torch.Generator(device='neuron'), or set the default device only around model "
+          "creation (with torch.device('neuron'): ...).");
       continue;
     }
     TORCH_CHECK(
