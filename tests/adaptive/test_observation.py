@@ -121,6 +121,7 @@ OBSERVERS: dict[str, Callable[[torch.Tensor], Any]] = {
     "__dlpack__": lambda t: torch.from_dlpack(t).cpu().tolist(),
     "__array__": lambda t: t.__array__().tolist(),
     "numpy()": lambda t: t.numpy().tolist(),
+    "numpy(force=True)": lambda t: t.numpy(force=True).tolist(),
     "tolist()": lambda t: t.tolist(),
     "item() of a slice": lambda t: t[2].item(),
     "torch.equal": lambda t: torch.equal(t, torch.tensor(EXPECTED, device="neuron")),
