@@ -37,8 +37,9 @@
 //    (throw_on_immutable_data_ptr) can only throw, and throws before the
 //    materializer runs, so it would break mutable access too. Such code sees
 //    null for a pending result and the old values for an out= tensor until
-//    torch.neuron.synchronize(); in this project only kernels read that way,
-//    and they flush first.
+//    torch.neuron.synchronize(). In this project the code that reads that
+//    way (kernels, the _C functions handing out aliases or memory files)
+//    runs the queue first.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
