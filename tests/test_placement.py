@@ -89,6 +89,30 @@ def test_index_put_with_cpu_self_and_neuron_indices_raises():
         torch.index_put(torch.zeros(3, 2), (torch.tensor([0], device="neuron"),), torch.ones(1, 2, device="neuron"))
 
 
+def test_indices_on_another_core_raise_pytorchs_indexing_error():
+    # PyTorch's TestDevicePrecision.test_advancedindex_mixed_devices_error: indices on a third
+    # device (CUDA: cuda:1 indices into a cuda:0 tensor) raise the indexing error naming the
+    # indexed tensor's device, for reads and writes, beside CPU indices or alone.
+    message = r"indices should be either on cpu or on the same device as the indexed tensor \(neuron:0\)"
+    x = torch.randn(3, 4, 4, 4, 3, device="neuron:0")
+    on_cpu, on_core_1 = torch.tensor([0, 2, 1]), torch.tensor([0, 2, 1], device="neuron:1")
+    with pytest.raises(RuntimeError, match=message):
+        x[:, on_cpu, None, on_core_1, 0]
+    with pytest.raises(RuntimeError, match=message):
+        x[on_core_1]
+    with pytest.raises(RuntimeError, match=message):
+        x[on_core_1] = 1.0
+    # Same core or CPU: the CPU's values.
+    a = torch.arange(6.0).reshape(3, 2)
+    assert torch.equal(a.to("neuron:1")[on_core_1[:2]].cpu(), a[torch.tensor([0, 2])])
+
+
+def test_an_operand_on_another_core_is_named():
+    message = r"neuron:0 and neuron:1! \(when checking argument 'other' in aten::atan2"
+    with pytest.raises(RuntimeError, match=message):
+        torch.atan2(torch.ones(2, device="neuron:0"), torch.ones(2, device="neuron:1"))
+
+
 def test_index_put_with_cpu_self_and_cpu_indices_beside_neuron_values_raises():
     with pytest.raises(RuntimeError, match=MISMATCH + r".*argument 'self'"):
         torch.index_put(torch.zeros(3, 2), (torch.tensor([0]),), torch.ones(1, 2, device="neuron"))

@@ -77,18 +77,30 @@ class Call {
   bool host_fallback = false;
   int64_t max_numel = 0;
 
-  void note_device(c10::DeviceIndex index, const char* what) {
+  // `arg`: the operand's schema argument (nullptr for a device argument).
+  void note_device(c10::DeviceIndex index, const c10::Argument* arg) {
     if (index < 0) {
       index = current_device();
     }
     if (device < 0) {
       device = check_device(index);
     } else if (device != index) {
+      // An index tensor on another core than the indexed tensor: PyTorch's own
+      // message for indices on a third device (check_indices_on_cpu_or_selfdevice),
+      // as CUDA raises it for cuda:1 indices into a cuda:0 tensor.
+      TORCH_CHECK(
+          !(arg != nullptr && is_indices(*arg) && accepts_cpu_indices(op_.operator_name())),
+          "indices should be either on cpu or on the same device as the indexed tensor (neuron:",
+          static_cast<int>(device), ") (in ", name(), "; an index is on neuron:",
+          static_cast<int>(index), "). Move the indices with .to(tensor.device), or to the CPU "
+          "with .cpu().");
       TORCH_CHECK(
           false,
           "Expected all tensors to be on the same device, but found at least two devices, neuron:",
           static_cast<int>(device), " and neuron:", static_cast<int>(index),
-          "! (when checking ", what, " in ", name(),
+          "! (when checking ",
+          arg != nullptr ? "argument '" + arg->name() + "'" : std::string("the device argument"),
+          " in ", name(),
           "). Each logical NeuronCore has its own HBM: move one operand with "
           ".to(other.device) first.");
     }
@@ -118,7 +130,7 @@ class Call {
           return entry.alias;
         }
       }
-      note_device(t.device().index(), "argument ");
+      note_device(t.device().index(), &arg);
       const bool indices = is_indices(arg);
       neuron_indices_ = neuron_indices_ || indices;
       neuron_operand_ = neuron_operand_ || (!indices && t.dim() != 0);
@@ -392,7 +404,7 @@ void neuron_fallback(
     } else if (value.isDevice()) {
       const c10::Device d = value.toDevice();
       if (d.type() == kNeuron) {
-        call.note_device(d.index(), "the device argument");
+        call.note_device(d.index(), nullptr);
         value = c10::Device(c10::kCPU);
       }
     } else if (value.isGenerator()) {
