@@ -500,9 +500,36 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def alltoall(  # type: ignore[override]
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: dist.AllToAllOptions | None = None
     ) -> NeuronWork:
-        """``all_to_all`` (lists): ``outputs[r]`` ← rank r's ``inputs[my rank]``."""
-        return self._collective("all_to_all", self._gloo.alltoall, outputs=outputs, inputs=inputs,
+        """``all_to_all`` (lists): ``outputs[r]`` ← rank r's ``inputs[my rank]``. The tensors may
+        differ in size per peer (token dispatch of a mixture of experts), as NCCL allows: gloo's
+        list all-to-all takes equal sizes only, so uneven lists travel as one ``all_to_all_single``
+        of their concatenation with per-peer splits, waited for before the call returns.
+
+        Raises:
+            TypeError: the tensors do not all have one dtype.
+        """
+        if len({t.numel() for t in (*outputs, *inputs)}) <= 1:
+            return self._collective("all_to_all", self._gloo.alltoall, outputs=outputs, inputs=inputs,
+                                    opts=opts, opts_type=dist.AllToAllOptions)
+        dtypes = {t.dtype for t in (*outputs, *inputs)}
+        if len(dtypes) > 1:
+            raise TypeError(
+                f"'neuron' process group: all_to_all needs one dtype for every input and output tensor, "
+                f"got {sorted(str(d) for d in dtypes)}. Cast them to one dtype first."
+            )
+        return self._collective("all_to_all", self._uneven_alltoall, outputs=outputs, inputs=inputs,
                                 opts=opts, opts_type=dist.AllToAllOptions)
+
+    def _uneven_alltoall(self, outs: list[torch.Tensor], ins: list[torch.Tensor], opts: Any) -> dist.Work:
+        # CPU aliases (or staged copies) of the caller's tensors, one per peer.
+        flat_in = torch.cat([t.reshape(-1) for t in ins])
+        flat_out = torch.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)
+        work = self._gloo.alltoall_base(flat_out, flat_in, [t.numel() for t in outs],
+                                        [t.numel() for t in ins], opts)
+        work.wait()
+        for out, part in zip(outs, flat_out.split([t.numel() for t in outs]), strict=True):
+            out.copy_(part.view(out.shape))
+        return work
 
     # --------------------------------------------------------- point to point
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int) -> NeuronWork:

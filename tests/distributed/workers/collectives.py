@@ -156,6 +156,15 @@ def run_case(group, gloo, dtype, strided: bool) -> None:
     dist.all_to_all(outs, [place(x, strided) for x in xs], group=group)
     dist.all_to_all(refs, [x.clone() for x in xs], group=gloo)
     check(f"{tag} all_to_all", outs, refs)
+    # all_to_all with a different size per peer (as NCCL allows; gloo's list form does not): the
+    # reference is gloo's all_to_all_single of the concatenation with those splits
+    xs = [data((in_splits[j], 2), 95 + j, dtype) for j in range(n)]
+    outs = [empty((out_splits[j], 2), dtype, strided) for j in range(n)]
+    dist.all_to_all(outs, [place(x, strided) for x in xs], group=group)
+    ref = torch.empty(sum(out_splits) * 2, dtype=dtype)
+    dist.all_to_all_single(ref, torch.cat([x.reshape(-1) for x in xs]), [2 * k for k in out_splits],
+                           [2 * k for k in in_splits], group=gloo)
+    check(f"{tag} all_to_all uneven", outs, [r.view(-1, 2) for r in ref.split([2 * k for k in out_splits])])
 
     # send/recv and batch_isend_irecv around the ring of the group
     nxt = dist.get_global_rank(group, (me + 1) % n)
