@@ -186,3 +186,65 @@ def test_pool3d_out_view_gets_the_functional_values(name):
         warned.append(any("An output with one or more elements was resized" in str(w.message) for w in caught))
     assert warned[1] == warned[0]
     torch.testing.assert_close(wrong.cpu(), expected, rtol=1.3e-6, atol=1e-5)
+
+
+_X4 = torch.arange(2 * 4 * 5 * 6, dtype=torch.float32).reshape(2, 4, 5, 6).mul(0.37).sin()
+_X5 = torch.arange(2 * 3 * 4 * 5 * 6, dtype=torch.float32).reshape(2, 3, 4, 5, 6).mul(0.11).cos()
+# More CPU out= kernels that mishandle a non-contiguous `out` (found by running PyTorch's nn tests'
+# ops with every-other-element out= views): oneDNN's gelu, _softmax and _log_softmax leave it
+# unwritten; adaptive_max_pool3d and im2col write as if it were contiguous. CUDA respects
+# the strides; neuron gives every non-contiguous out= a contiguous buffer, whatever the op.
+STRIDED_OUT_KERNELS = {
+    "gelu": (
+        lambda x: torch._C._nn.gelu(x),
+        lambda x, out: torch._C._nn.gelu(x, out=out[0]),
+        _X4,
+    ),
+    "_softmax": (
+        lambda x: torch.ops.aten._softmax(x, 1, False),
+        lambda x, out: torch.ops.aten._softmax.out(x, 1, False, out=out[0]),
+        _X4,
+    ),
+    "_log_softmax": (
+        lambda x: torch.ops.aten._log_softmax(x, 3, False),
+        lambda x, out: torch.ops.aten._log_softmax.out(x, 3, False, out=out[0]),
+        _X4,
+    ),
+    "adaptive_max_pool3d": (
+        lambda x: torch._C._nn.adaptive_max_pool3d(x, (2, 2, 3)),
+        lambda x, out: torch._C._nn.adaptive_max_pool3d(x, (2, 2, 3), out=out),
+        _X5,
+    ),
+    "im2col": (
+        lambda x: torch._C._nn.im2col(x, (2, 3), (1, 1), (1, 0), (2, 1)),
+        lambda x, out: torch._C._nn.im2col(x, (2, 3), (1, 1), (1, 0), (2, 1), out=out[0]),
+        _X4,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED_OUT_KERNELS))
+def test_out_view_of_a_kernel_that_mishandles_strides_gets_the_functional_values(name):
+    functional, with_out, x_cpu = STRIDED_OUT_KERNELS[name]
+    expected = functional(x_cpu)  # the CPU's functional result
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    bases = [torch.full((*e.shape[:-1], 2 * e.shape[-1]), -7, dtype=e.dtype, device="neuron") for e in expected]
+    views = tuple(b[..., ::2] for b in bases)  # every other element of the last dimension
+    with_out(x_cpu.to("neuron"), views)
+    for view, base, e in zip(views, bases, expected):
+        assert view.stride() == base[..., ::2].stride()
+        torch.testing.assert_close(view.cpu(), e, rtol=1.3e-6, atol=1e-5)
+        assert (base[..., 1::2].cpu() == -7).all()
+
+
+def test_an_out_overlapping_an_input_is_written_in_place_as_on_the_cpu():
+    # the buffer is only for an out= that shares no memory with an input: an out= overlapping its
+    # input (here every other element of the same storage) is written by the kernel itself, element
+    # by element, so later elements read values already overwritten exactly as they do on the CPU
+    results = []
+    for device in ("cpu", "neuron"):
+        base = torch.arange(12.0, device=device)
+        torch.neg(base[:6], out=base[1:12:2])
+        results.append(base.cpu())
+    assert results[1].tolist() == results[0].tolist()
+    assert results[0].tolist() == [0.0, -0.0, 2.0, 0.0, 4.0, -2.0, 6.0, -0.0, 8.0, -4.0, 10.0, 2.0]

@@ -341,6 +341,53 @@ class Call {
   bool cpu_result_ = false;
 };
 
+// True when `out` shares memory with a tensor argument that is not an out=
+// operand (the stack holds the CPU aliases, which share one storage per
+// device storage, so the overlap check sees device aliasing).
+bool overlaps_an_input(
+    const at::Tensor& out,
+    const std::vector<c10::Argument>& arguments,
+    const torch::jit::Stack& stack,
+    size_t begin) {
+  // Conservative: any two tensors whose storages' byte ranges intersect count as
+  // overlapping (at::get_overlap_status answers TooHard for every strided view,
+  // i.e. for exactly the outputs this is about).
+  const auto* out_begin = static_cast<const char*>(out.storage().data());
+  const auto* out_end = out_begin + out.storage().nbytes();
+  auto overlaps = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) {
+      return false;
+    }
+    const auto* begin = static_cast<const char*>(t.storage().data());
+    const auto* end = begin + t.storage().nbytes();
+    return begin < out_end && out_begin < end;
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].is_out()) {
+      continue;
+    }
+    const c10::IValue& value = stack[begin + i];
+    if (value.isTensor()) {
+      if (overlaps(value.toTensor())) {
+        return true;
+      }
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) {
+        if (overlaps(t)) {
+          return true;
+        }
+      }
+    } else if (value.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+        if (t.has_value() && overlaps(*t)) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 void neuron_fallback(
@@ -424,24 +471,30 @@ void neuron_fallback(
   }
   call.check_mixed();
 
-  // out= operands of a CPU kernel that ignores their strides (OpPolicy.cpp):
-  // the kernel writes a contiguous buffer instead, copied into the operand's
-  // alias after it ran (resized first if the kernel resized the buffer).
+  // Non-contiguous out= operands get a contiguous buffer, copied into the
+  // operand's alias after the kernel ran (resized first if the kernel resized
+  // the buffer). Several CPU out= kernels mishandle a strided `out`, where
+  // CUDA's kernels respect the strides: avg_pool3d, avg_pool3d_backward,
+  // adaptive_avg_pool3d, adaptive_max_pool3d and im2col write as if `out`
+  // were contiguous; gelu, _softmax and _log_softmax (oneDNN
+  // paths) leave it unwritten. Found by PyTorch's TestCommon.test_out and a
+  // sweep of nn out= kernels with every-other-element views; the buffer covers
+  // the whole kind, whatever op. An `out` overlapping an input keeps its alias,
+  // so the kernel's own overlap checks still see it.
   c10::SmallVector<std::pair<at::Tensor, at::Tensor>, 2> strided_outs; // (buffer, alias)
-  if (C10_UNLIKELY(ignores_out_strides(op.operator_name()))) {
-    for (size_t i = 0; i < num_args; ++i) {
-      c10::IValue& value = (*stack)[begin + i];
-      if (!arguments[i].is_out() || !value.isTensor()) {
-        continue;
-      }
-      const at::Tensor& alias = value.toTensor();
-      if (!alias.defined() || alias.is_contiguous() || alias.numel() == 0) {
-        continue;
-      }
-      at::Tensor buffer = at::empty_like(alias, at::MemoryFormat::Contiguous);
-      strided_outs.emplace_back(buffer, alias);
-      value = std::move(buffer);
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& value = (*stack)[begin + i];
+    if (!arguments[i].is_out() || !value.isTensor()) {
+      continue;
     }
+    const at::Tensor& alias = value.toTensor();
+    if (!alias.defined() || alias.is_contiguous() || alias.numel() == 0 ||
+        overlaps_an_input(alias, arguments, *stack, begin)) {
+      continue;
+    }
+    at::Tensor buffer = at::empty_like(alias, at::MemoryFormat::Contiguous);
+    strided_outs.emplace_back(buffer, alias);
+    value = std::move(buffer);
   }
 
   const c10::DeviceIndex device = call.device >= 0 ? call.device : current_device();

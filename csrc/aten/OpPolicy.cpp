@@ -86,23 +86,6 @@ const OpNameTable& ops_needing_cpu_kernel() {
   return table;
 }
 
-// Ops whose CPU out= kernel writes its result as if the `out` tensor were
-// contiguous, whatever its strides: a non-contiguous out= (a strided view of a
-// bigger buffer) ends up holding the values in the wrong places, where CUDA's
-// kernels respect the strides. PyTorch's OpInfo marks TestCommon.test_out an
-// expected failure on the CPU for avg_pool3d; the other two were measured the
-// same way (a make_tensor(..., noncontiguous=True) out=, compared with the
-// functional result). The fallback hands these kernels a contiguous buffer and
-// copies it into the caller's out= afterwards.
-const OpNameTable& ops_ignoring_out_strides() {
-  static const OpNameTable table = {
-      "aten::avg_pool3d",
-      "aten::avg_pool3d_backward",
-      "aten::adaptive_avg_pool3d",
-  };
-  return table;
-}
-
 // PyTorch registers the _foreach_* ops as CompositeExplicitAutograd loops,
 // which on a PrivateUse1 device run one dispatched op per tensor, and the
 // optimizers pick the foreach path on every device but the CPU. The fallback
@@ -154,10 +137,6 @@ const OpNameTable& ops_writing_through_cpu_indices() {
 
 bool writes_through_cpu_indices(const c10::OperatorName& op) {
   return ops_writing_through_cpu_indices().count(op.name) > 0;
-}
-
-bool ignores_out_strides(const c10::OperatorName& op) {
-  return ops_ignoring_out_strides().count(op.name) > 0;
 }
 
 bool needs_cpu_kernel(const c10::OperatorName& op) {

@@ -18,11 +18,6 @@ bool accepts_cpu_indices(const c10::OperatorName& op);
 // kernel moves the indices to the indexed tensor's device.
 bool writes_through_cpu_indices(const c10::OperatorName& op);
 
-// True when the CPU out= kernel of `op` (any overload) ignores the strides of a
-// non-contiguous `out`; the boxed fallback then gives it a contiguous buffer
-// and copies the result into the caller's tensor.
-bool ignores_out_strides(const c10::OperatorName& op);
-
 // True when `op` (any overload) must run PyTorch's CPU kernel through the
 // boxed fallback although PyTorch also registers a composite kernel that a
 // PrivateUse1 device would otherwise get.
