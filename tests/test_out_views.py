@@ -231,7 +231,7 @@ def test_out_view_of_a_kernel_that_mishandles_strides_gets_the_functional_values
     bases = [torch.full((*e.shape[:-1], 2 * e.shape[-1]), -7, dtype=e.dtype, device="neuron") for e in expected]
     views = tuple(b[..., ::2] for b in bases)  # every other element of the last dimension
     with_out(x_cpu.to("neuron"), views)
-    for view, base, e in zip(views, bases, expected):
+    for view, base, e in zip(views, bases, expected, strict=True):
         assert view.stride() == base[..., ::2].stride()
         torch.testing.assert_close(view.cpu(), e, rtol=1.3e-6, atol=1e-5)
         assert (base[..., 1::2].cpu() == -7).all()
