@@ -102,7 +102,10 @@ def test_resize_and_out_variants_reallocate_on_device():
 def test_per_process_memory_fraction(py):
     r = py("""
         import torch
+        assert torch.neuron.get_per_process_memory_fraction() == 1.0
         torch.neuron.set_per_process_memory_fraction(0.5)
+        assert torch.neuron.get_per_process_memory_fraction(0) == 0.5
+        assert torch.neuron.get_per_process_memory_fraction("neuron:1") == 1.0
         print(torch.neuron.mem_get_info()[1])
         try:
             torch.empty(40 << 20, dtype=torch.uint8, device='neuron')
@@ -237,3 +240,23 @@ def test_accelerate_batch_size_finder_recognises_the_out_of_memory_error(py):
     # CUDA device with 64 MiB free (the reduction schedule is accelerate's).
     assert int(found) == sizes[-1] == 6 and all(b * 10 > 64 for b in sizes[:-1]) and len(sizes) > 1
     assert r.stdout.split("\n")[1] == "True"
+
+
+def test_memory_stats_as_nested_dict_nests_the_flat_stats():
+    keep = torch.ones(1000, device="neuron")
+    flat = torch.neuron.memory_stats()
+    nested = torch.neuron.memory_stats_as_nested_dict()
+    assert nested["allocated_bytes"]["all"]["current"] == flat["allocated_bytes.all.current"] >= 4000
+    assert nested["num_ooms"] == flat["num_ooms"]
+    leaves = []
+
+    def walk(prefix, node):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(f"{prefix}{key}.", value)
+            else:
+                leaves.append(f"{prefix}{key}")
+
+    walk("", nested)
+    assert sorted(leaves) == sorted(flat)
+    del keep

@@ -1,4 +1,5 @@
 """Streams and events as FSDP2 and accelerate use them."""
+import pytest
 import torch
 
 
@@ -38,3 +39,26 @@ def test_events_record_wait_time():
     ev = s.record_event()
     torch.neuron.current_stream().wait_event(ev)
     ev.wait()
+
+
+def test_stream_context_restores_the_current_device_and_both_streams():
+    torch.accelerator.set_device_index(0)
+    here, there = torch.neuron.current_stream(0), torch.neuron.current_stream(1)
+    s = torch.neuron.Stream(device="neuron:1")
+    with torch.neuron.stream(s) as entered:
+        assert entered == s and isinstance(torch.neuron.stream(None), torch.neuron.StreamContext)
+        assert torch.neuron.current_device() == 1 and torch.neuron.current_stream() == s
+        assert torch.neuron.current_stream(0) == here
+        y = torch.ones(2, device="neuron") * 3  # the current device inside the block
+    assert y.device == torch.device("neuron:1")
+    assert torch.neuron.current_device() == 0  # as torch.cuda.stream restores it
+    assert torch.neuron.current_stream(0) == here and torch.neuron.current_stream(1) == there
+    with torch.neuron.stream(None) as nothing:
+        assert nothing is None and torch.neuron.current_device() == 0
+
+
+def test_peer_access_between_different_cores():
+    assert torch.neuron.can_device_access_peer(0, 1) and torch.neuron.can_device_access_peer("neuron:1", 0)
+    assert not torch.neuron.can_device_access_peer(0, 0)
+    with pytest.raises(RuntimeError):
+        torch.neuron.can_device_access_peer(0, torch.neuron.device_count())

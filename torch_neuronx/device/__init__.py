@@ -19,6 +19,7 @@ from ..runtime.platforms import PLATFORMS
 from .legacy_storage import LEGACY_STORAGE_CLASSES
 from .memory import (
     empty_cache,
+    get_per_process_memory_fraction,
     max_memory_cached,
     memory_cached,
     set_per_process_memory_fraction,
@@ -28,6 +29,7 @@ from .memory import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_stats_as_nested_dict,
     memory_summary,
     reset_accumulated_memory_stats,
     reset_max_memory_allocated,
@@ -53,7 +55,7 @@ from .random import (
     set_rng_state,
     set_rng_state_all,
 )
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream, synchronize
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream, synchronize
 
 
 # torch.utils.checkpoint saves the device RNG state only when the device
@@ -198,13 +200,26 @@ def __getattr__(name: str):
 globals().update(LEGACY_STORAGE_CLASSES)
 
 
+def can_device_access_peer(device: DeviceLike, peer_device: DeviceLike) -> bool:
+    """True when ``device`` can copy to and from ``peer_device`` directly: any two different
+    visible NeuronCores (``tensor.to("neuron:1")`` from ``neuron:0`` is a device-to-device copy, over
+    the chip's DMA engines or NeuronLink between chips on Trainium). False for a core and itself,
+    as ``torch.cuda.can_device_access_peer`` answers for a GPU and itself.
+
+    Raises:
+        RuntimeError: for an index that is not a visible device.
+    """
+    return device_index(device) != device_index(peer_device)
+
+
 def is_fp8_supported() -> bool:
     """True: Trainium2/3 tensor engines take fp8 (e4m3, e5m2) inputs."""
     return True
 
 
 __all__ = [
-    "Event", "NeuronDeviceProperties", "OutOfMemoryError", "get_arch_list", "ipc_collect",
+    "Event", "NeuronDeviceProperties", "StreamContext", "can_device_access_peer", "get_per_process_memory_fraction",
+    "memory_stats_as_nested_dict", "OutOfMemoryError", "get_arch_list", "ipc_collect",
     "is_current_stream_capturing", "max_memory_cached", "memory_cached", "set_per_process_memory_fraction", "Stream",
     "current_device", "current_stream",
     "default_generator", "default_stream", "device", "device_count", "device_of", "empty_cache",

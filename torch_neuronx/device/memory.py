@@ -59,7 +59,23 @@ def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) 
     Raises:
         RuntimeError: for a fraction outside (0, 1] or a bad device index.
     """
-    _C._set_memory_fraction(device_index(device), float(fraction))
+    index = device_index(device)
+    _C._set_memory_fraction(index, float(fraction))
+    _FRACTIONS[index] = float(fraction)
+
+
+# The fraction each core was last capped at by this process (torch.cuda keeps it the same way).
+_FRACTIONS: dict[int, float] = {}
+
+
+def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
+    """The fraction of ``device``'s HBM this process may use: the last value given to
+    :func:`set_per_process_memory_fraction`, 1.0 if none.
+
+    Raises:
+        RuntimeError: for a bad device index.
+    """
+    return _FRACTIONS.get(device_index(device), 1.0)
 
 
 def memory_cached(device: DeviceLike = None) -> int:
@@ -97,6 +113,19 @@ def memory_stats(device: DeviceLike = None) -> OrderedDict[str, Any]:
     stats["hbm_capacity_bytes"] = counters["capacity"]  # after set_per_process_memory_fraction
     stats["num_ooms"] = counters["num_ooms"]
     return OrderedDict(sorted(stats.items()))
+
+
+def memory_stats_as_nested_dict(device: DeviceLike = None) -> dict[str, Any]:
+    """:func:`memory_stats` nested at its dots (``stats["allocated_bytes"]["all"]["current"]``), as
+    ``torch.cuda.memory_stats_as_nested_dict``."""
+    nested: dict[str, Any] = {}
+    for key, value in memory_stats(device).items():
+        *path, last = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested
 
 
 def _fmt(n: int) -> str:

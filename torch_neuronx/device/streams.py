@@ -7,8 +7,6 @@ measure host time between records (``elapsed_time`` in milliseconds).
 """
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 
 import torch
 
@@ -89,18 +87,41 @@ def set_stream(stream: torch.Stream) -> None:
         torch.accelerator.set_stream(stream)
 
 
-@contextlib.contextmanager
-def stream(s: torch.Stream | None) -> Iterator[torch.Stream | None]:
-    """Context manager that makes ``s`` current; ``None`` is a no-op."""
-    if s is None:
-        yield None
-        return
-    previous = current_stream(s.device)
-    set_stream(s)
-    try:
-        yield s
-    finally:
-        set_stream(previous)
+class StreamContext:
+    """Context manager that makes ``stream`` current (``torch.cuda.StreamContext``'s behaviour).
+
+    On entry the stream's device becomes the current device and the stream its current stream; on
+    exit the current device and the current streams of both devices are what they were. ``None``
+    is a no-op.
+    """
+
+    def __init__(self, stream: torch.Stream | None) -> None:
+        self.stream = stream
+        self._saved: list[torch.Stream] = []
+
+    def __enter__(self) -> torch.Stream | None:
+        if self.stream is None:
+            return None
+        here = current_stream(torch.accelerator.current_device_index())
+        there = current_stream(self.stream.device_index)
+        self._saved.append(here)
+        self._saved.append(there)
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        if self.stream is None:
+            return
+        there = self._saved.pop()
+        here = self._saved.pop()
+        set_stream(there)   # the stream's device gets its stream back
+        set_stream(here)    # then the device current on entry, with its stream, is current again
+
+
+def stream(s: torch.Stream | None) -> StreamContext:
+    """``with torch.neuron.stream(s):`` makes ``s`` (and its device) current for the block;
+    ``None`` is a no-op. Returns a :class:`StreamContext`."""
+    return StreamContext(s)
 
 
 def synchronize(device: DeviceLike = None) -> None:
