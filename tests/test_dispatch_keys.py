@@ -66,6 +66,48 @@ def test_zero_tensor_operand_of_an_out_variant():
     assert torch.equal(out.cpu(), torch.full((3,), 2.0))
 
 
+@pytest.mark.parametrize("op", ["dot", "vdot"])
+def test_zero_tensor_reaching_the_cpu_kernel_keeps_its_zero_bit(op):
+    """dot and vdot are ZeroTensor fallthroughs: their CPU kernel tests the bit itself (it would read
+    the ZeroTensor's null memory otherwise) and answers with a ZeroTensor, as the CPU does."""
+    f = getattr(torch, op)
+    a = torch.tensor([1.0, -2.0, 0.5], dtype=torch.complex64 if op == "vdot" else torch.float32)
+    for z_first in (False, True):
+        args_cpu = (torch._efficientzerotensor(3, dtype=a.dtype), a)[:: -1 if not z_first else 1]
+        args_n = (torch._efficientzerotensor(3, dtype=a.dtype, device="neuron"), a.to("neuron"))[
+            :: -1 if not z_first else 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fp64/complex host-fallback notice
+            expected, got = f(*args_cpu), f(*args_n)
+        assert expected._is_zerotensor()
+        assert got.device == NEURON and got._is_zerotensor() and got.dtype == expected.dtype
+        assert torch.equal(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("dot", torch.dot),
+    ("matmul of vectors", torch.matmul),
+    ("inner", torch.inner),
+    ("linalg.vecdot", torch.linalg.vecdot),
+])
+def test_forward_ad_of_a_vector_product_with_one_tangent(name, fn):
+    """Forward AD of dot(x, y) with a tangent for x only: the formula's other term is dot(x, zeros)
+    with y's tangent a ZeroTensor (PyTorch's test_ops_fwd_gradients found it reading null memory)."""
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    y = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
+    tx = torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64)
+    results = []
+    for device in ("cpu", "neuron"):
+        with warnings.catch_warnings(), fwAD.dual_level():
+            warnings.simplefilter("ignore")  # the fp64/complex host-fallback notice
+            out = fn(fwAD.make_dual(x.to(device), tx.to(device)), y.to(device))
+            primal, tangent = fwAD.unpack_dual(out)
+            results.append((primal.cpu(), tangent.cpu()))
+    (p_cpu, t_cpu), (p_n, t_n) = results
+    assert torch.equal(p_n, p_cpu) and torch.equal(t_n, t_cpu)
+    assert torch.equal(t_cpu, torch.tensor(0.5, dtype=torch.float64))  # tx . y = 0.5*2 + 0*(-1) + (-1)*0.5
+
+
 # -- Conjugate / Negative views ----------------------------------------------------------------------
 
 @pytest.fixture

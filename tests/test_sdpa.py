@@ -58,3 +58,37 @@ def test_fused_sdpa_outputs_match_meta_shapes():
             assert isinstance(g, torch.Tensor) and g.shape == m.shape and g.dtype == m.dtype
         else:
             assert (m is None and g is None) or m == g
+
+
+class _NoGradThrough(torch.autograd.Function):
+    """Identity whose backward sends no gradient back (None): the node before it gets an undefined grad."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_sdpa_backward_with_no_gradient_at_its_output(dtype):
+    """Autograd hands the fused backward an undefined grad when nothing flows back into the attention
+    output (gradcheck's undefined-grad check does the same); the CPU's flash backward answers with no input
+    gradients, and so must neuron's (it raised before; found by PyTorch's test_ops_gradients)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, dtype=dtype) for _ in range(3))
+    results = []
+    for device in ("cpu", "neuron"):
+        qd, kd, vd = (t.to(device).requires_grad_() for t in (q, k, v))
+        torch_neuronx.clear_op_tracking()
+        out = _NoGradThrough.apply(F.scaled_dot_product_attention(qd, kd, vd, is_causal=True))
+        loss = out.sum() + (qd * 2).sum()
+        results.append(torch.autograd.grad(loss, (qd, kd, vd), allow_unused=True))
+        if device == "neuron":
+            assert torch_neuronx.get_executed_ops().get(
+                "aten::_scaled_dot_product_fused_attention_overrideable") == 1
+    (gq_cpu, gk_cpu, gv_cpu), (gq, gk, gv) = results
+    assert gk_cpu is None and gv_cpu is None and gk is None and gv is None
+    assert torch.equal(gq.cpu(), gq_cpu) and torch.equal(gq_cpu, torch.full_like(q, 2.0))

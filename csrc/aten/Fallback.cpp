@@ -17,6 +17,7 @@
 #include "runtime/Runtime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_efficientzerotensor.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/core/op_registration/op_registration.h>
 #include <c10/util/Exception.h>
@@ -139,13 +140,26 @@ class Call {
       }
       max_numel = std::max<int64_t>(max_numel, t.numel());
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+      // A ZeroTensor (PyTorch's efficient zeros, no memory) keeps its bit on
+      // the alias: the ops PyTorch lets a ZeroTensor through to the backend
+      // kernel (ZeroTensor fallthroughs: dot, vdot) test the bit in the CPU
+      // kernel; without it they would read the null memory. (Its alias, a CPU
+      // ZeroTensor, is never cached or recycled: its key set is not a fresh
+      // alias's.)
+      const bool zero = t._is_zerotensor();
       // An operand the schema neither writes nor lets a result alias takes a
       // cached read alias (Alias.h), unless it shares memory with a written
       // operand: PyTorch's overlap checks between an out=/in-place operand
       // and the others need their aliases on one storage (storage_for).
-      if (!in_list && arg.alias_info() == nullptr && !shares_written_storage(t)) {
+      if (!in_list && arg.alias_info() == nullptr && !zero && !shares_written_storage(t)) {
         at::Tensor a = cached_read_alias(t);
         tensors_.push_back(AliasedTensor{std::move(t), a, false, true});
+        return a;
+      }
+      if (C10_UNLIKELY(zero)) {
+        // A CPU ZeroTensor of the same sizes and dtype (no memory to alias).
+        at::Tensor a = at::_efficientzerotensor(t.sizes(), t.options().device(c10::kCPU));
+        tensors_.push_back(AliasedTensor{std::move(t), a, false, false});
         return a;
       }
       at::Tensor a = pooled_cpu_alias(t, storage_for(t.storage()));
@@ -229,6 +243,13 @@ class Call {
       if (out.unsafeGetTensorImpl() == entry.alias.unsafeGetTensorImpl()) {
         return entry.original;
       }
+    }
+    if (C10_UNLIKELY(out._is_zerotensor())) {
+      // The CPU kernel answered a ZeroTensor operand with a ZeroTensor (dot
+      // of a zero tangent): the same memory-less zeros on this core.
+      const c10::DeviceIndex target = device < 0 ? current_device() : device;
+      return at::_efficientzerotensor(
+          out.sizes(), out.options().device(c10::Device(kNeuron, target)));
     }
     if (out.has_storage()) {
       const c10::StorageImpl* si = out.storage().unsafeGetStorageImpl();
