@@ -58,3 +58,18 @@ def test_fused_sdpa_outputs_match_meta_shapes():
             assert isinstance(g, torch.Tensor) and g.shape == m.shape and g.dtype == m.dtype
         else:
             assert (m is None and g is None) or m == g
+
+
+def test_fused_sdp_choice_op_reports_the_choice_sdpa_makes():
+    # torch._fused_sdp_choice on neuron tensors answers with the device's own choice (the fused
+    # "overrideable" kernel, or math for dropout / a mask needing a gradient), as it does on CUDA,
+    # not the CPU's flash-attention answer.
+    from torch.nn.attention import SDPBackend
+
+    q = torch.rand(2, 2, 16, 32, device="neuron")
+    mask = torch.rand(2, 2, 16, 16, device="neuron")
+    assert torch._fused_sdp_choice(q, q, q) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, q, q, mask) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, q, q, mask.requires_grad_()) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q.cpu(), q.cpu(), q.cpu()) == SDPBackend.FLASH_ATTENTION.value
