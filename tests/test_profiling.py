@@ -86,3 +86,18 @@ def test_package_stream_api_is_torch_neuron():
         y = torch.full((4,), 2.0, device="neuron") * 3
     torch_neuronx.synchronize()
     assert y.cpu().tolist() == [6.0] * 4
+
+
+def test_autograd_profiler_records_device_time():
+    # The device registers PyTorch's PrivateUse1 profiler stubs: without them every op under
+    # profile(use_device="neuron") raised inside the profiler and the totals came out negative.
+    from torch.autograd.profiler import profile as autograd_profile
+
+    x = torch.randn(64, 64, device="neuron")
+    with autograd_profile(use_device="neuron") as prof:
+        y = x @ x
+    averages = prof.key_averages()
+    assert all(a.cpu_time_total >= 0 and a.device_time_total >= 0 for a in averages)
+    mm = [a for a in averages if a.key == "aten::mm"]
+    assert len(mm) == 1 and mm[0].device_time_total > 0
+    torch.testing.assert_close(y.cpu(), x.cpu() @ x.cpu(), rtol=0, atol=0)

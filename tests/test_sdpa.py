@@ -92,3 +92,18 @@ def test_fused_sdpa_backward_with_no_gradient_at_its_output(dtype):
     (gq_cpu, gk_cpu, gv_cpu), (gq, gk, gv) = results
     assert gk_cpu is None and gv_cpu is None and gk is None and gv is None
     assert torch.equal(gq.cpu(), gq_cpu) and torch.equal(gq_cpu, torch.full_like(q, 2.0))
+
+
+def test_fused_sdp_choice_op_reports_the_choice_sdpa_makes():
+    # torch._fused_sdp_choice on neuron tensors answers with the device's own choice (the fused
+    # "overrideable" kernel, or math for dropout / a mask needing a gradient), as it does on CUDA,
+    # not the CPU's flash-attention answer.
+    from torch.nn.attention import SDPBackend
+
+    q = torch.rand(2, 2, 16, 32, device="neuron")
+    mask = torch.rand(2, 2, 16, 16, device="neuron")
+    assert torch._fused_sdp_choice(q, q, q) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, q, q, mask) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, q, q, mask.requires_grad_()) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q.cpu(), q.cpu(), q.cpu()) == SDPBackend.FLASH_ATTENTION.value

@@ -54,6 +54,22 @@ def test_pin_memory_and_dataloader():
     assert seen == sum(range(16))
 
 
+def test_memory_inside_a_pinned_block_is_pinned():
+    # A storage sliced out of pinned memory starts inside the block, not at its start; CUDA answers
+    # is_pinned() for any address inside a pinned allocation, and so must the device's host allocator.
+    pinned = torch.arange(10, dtype=torch.float32).pin_memory()
+    inner = torch.tensor((), dtype=torch.float32).set_(
+        pinned.untyped_storage()[8:], size=(5,), stride=(1,), storage_offset=0)
+    assert inner.data_ptr() == pinned.data_ptr() + 8
+    assert inner.is_pinned() and pinned[2:].is_pinned() and pinned.untyped_storage()[36:].is_pinned()
+    assert torch.equal(inner, torch.arange(2, 7, dtype=torch.float32))
+    # The byte just past the block is not pinned memory.
+    assert not torch.empty(0).set_(pinned.untyped_storage()[40:]).is_pinned()
+    assert not torch.arange(10, dtype=torch.float32).is_pinned()
+    storage = torch.randn(4).untyped_storage()
+    assert not storage.is_pinned("neuron") and storage.pin_memory("neuron")[4:].is_pinned("neuron")
+
+
 def test_pinned_host_memory_is_counted_and_empty_host_cache_runs():
     # torch.accelerator.empty_host_cache() reaches the device's registered host allocator (a
     # segmentation fault when a PrivateUse1 device registers none).

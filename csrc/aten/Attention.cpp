@@ -223,6 +223,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // The op torch._fused_sdp_choice answers with the choice scaled_dot_product_attention
+  // makes through the stub below (the boxed fallback would answer with the CPU's).
+  m.impl("_fused_sdp_choice", neuron_sdp_choice);
   m.impl("_scaled_dot_product_fused_attention_overrideable", sdpa_overrideable);
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", sdpa_overrideable_backward);
 }

@@ -2,11 +2,12 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
-#include <c10/util/flat_hash_map.h>
 #include <c10/util/llvmMathExtras.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 namespace torch_neuronx {
@@ -18,12 +19,12 @@ int64_t micros_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
 }
 
-// Live pinned blocks (pointer -> bytes) and the statistics torch.cuda.host_memory_stats() reports
-// on CUDA, under one mutex. Nothing is cached: a freed block goes back to the host at once, so
+// Live pinned blocks (start address -> bytes), ordered so that an address inside a block finds it,
+// and the statistics torch.cuda.host_memory_stats() reports on CUDA, under one mutex. Nothing is cached: a freed block goes back to the host at once, so
 // every allocation is a host allocation and empty_cache() has nothing to release.
 struct PinnedState {
   std::mutex mutex;
-  ska::flat_hash_map<void*, size_t> live;
+  std::map<uintptr_t, size_t> live;
   at::HostStats stats;
 };
 
@@ -40,7 +41,7 @@ void free_pinned(void* ptr) {
   {
     // Forget the block before the host may hand its address out again.
     std::lock_guard<std::mutex> lock(st.mutex);
-    auto it = st.live.find(ptr);
+    auto it = st.live.find(reinterpret_cast<uintptr_t>(ptr));
     if (it != st.live.end()) {
       const size_t bytes = it->second;
       st.live.erase(it);
@@ -71,7 +72,7 @@ class PinnedHostAllocator final : public at::HostAllocator {
       const int64_t took = micros_since(start);
       auto& st = state();
       std::lock_guard<std::mutex> lock(st.mutex);
-      st.live.emplace(ptr, nbytes);
+      st.live.emplace(reinterpret_cast<uintptr_t>(ptr), nbytes);
       st.stats.active_requests.increase(1);
       st.stats.active_bytes.increase(nbytes);
       st.stats.allocations.increase(1);
@@ -138,9 +139,16 @@ c10::Allocator* pinned_host_allocator() {
 }
 
 bool is_pinned_ptr(const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
   auto& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
-  return st.live.count(const_cast<void*>(ptr)) > 0;
+  // The last block starting at or before `ptr`, if `ptr` falls inside it.
+  auto it = st.live.upper_bound(address);
+  if (it == st.live.begin()) {
+    return false;
+  }
+  --it;
+  return address - it->first < it->second;
 }
 
 at::HostStats pinned_host_stats() {

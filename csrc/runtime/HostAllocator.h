@@ -11,7 +11,8 @@ namespace torch_neuronx {
 // The allocator PrivateUse1 hooks hand out for pinned host memory.
 c10::Allocator* pinned_host_allocator();
 
-// True when `ptr` is the start of a live block of pinned_host_allocator().
+// True when `ptr` points into a live block of pinned_host_allocator(): its start, or any byte
+// inside it (a storage sliced from pinned memory, untyped_storage()[k:], is pinned too, as on CUDA).
 bool is_pinned_ptr(const void* ptr);
 
 // Statistics of pinned_host_allocator() (torch.neuron.host_memory_stats()): blocks and bytes
