@@ -104,12 +104,7 @@ class PinnedHostAllocator final : public at::HostAllocator {
   void reset_accumulated_stats() override {
     auto& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
-    st.stats.active_requests.reset_accumulated();
-    st.stats.active_bytes.reset_accumulated();
-    st.stats.allocations.reset_accumulated();
-    st.stats.allocated_bytes.reset_accumulated();
-    st.stats.host_alloc_time.reset_accumulated();
-    st.stats.host_free_time.reset_accumulated();
+    each_stat(st.stats, [](auto& stat) { stat.reset_accumulated(); });
     st.stats.num_host_alloc = 0;
     st.stats.num_host_free = 0;
     std::fill(st.stats.bucket_allocation.begin(), st.stats.bucket_allocation.end(), 0);
@@ -117,12 +112,19 @@ class PinnedHostAllocator final : public at::HostAllocator {
   void reset_peak_stats() override {
     auto& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
-    st.stats.active_requests.reset_peak();
-    st.stats.active_bytes.reset_peak();
-    st.stats.allocations.reset_peak();
-    st.stats.allocated_bytes.reset_peak();
-    st.stats.host_alloc_time.reset_peak();
-    st.stats.host_free_time.reset_peak();
+    each_stat(st.stats, [](auto& stat) { stat.reset_peak(); });
+  }
+
+ private:
+  // Calls `fn` on each Stat and DurationStat of `stats`.
+  template <typename Fn>
+  static void each_stat(at::HostStats& stats, Fn&& fn) {
+    fn(stats.active_requests);
+    fn(stats.active_bytes);
+    fn(stats.allocations);
+    fn(stats.allocated_bytes);
+    fn(stats.host_alloc_time);
+    fn(stats.host_free_time);
   }
 };
 
