@@ -53,22 +53,20 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_host_memory_stats", []() {
     const at::HostStats s = torch_neuronx::pinned_host_stats();
-    auto stat = [](const c10::CachingAllocator::Stat& v) {
+    // One dict per statistic: its named int64 fields.
+    auto fields = [](std::initializer_list<std::pair<const char*, int64_t>> items) {
       py::dict d;
-      d["current"] = v.current;
-      d["peak"] = v.peak;
-      d["allocated"] = v.allocated;
-      d["freed"] = v.freed;
+      for (const auto& [name, value] : items) {
+        d[name] = value;
+      }
       return d;
     };
-    auto duration = [](const c10::CachingAllocator::DurationStat& v) {
-      py::dict d;
-      d["total"] = v.total;
-      d["max"] = v.max;
-      d["min"] = v.min;
-      d["count"] = v.count;
-      d["avg"] = v.count ? v.total / v.count : 0;
-      return d;
+    auto stat = [&](const c10::CachingAllocator::Stat& v) {
+      return fields({{"current", v.current}, {"peak", v.peak}, {"allocated", v.allocated}, {"freed", v.freed}});
+    };
+    auto duration = [&](const c10::CachingAllocator::DurationStat& v) {
+      return fields({{"total", v.total}, {"max", v.max}, {"min", v.min}, {"count", v.count},
+                     {"avg", v.count ? v.total / v.count : 0}});
     };
     py::dict d;
     d["allocations"] = stat(s.allocations);
