@@ -1375,7 +1375,7 @@ namespace {
 // A storage resize (UntypedStorage.resize_: FSDP2 frees a parameter's
 // unsharded storage after use and gives it new memory before the next) may
 // free or replace memory a queued op reads: what is queued runs first.
-const bool g_flush_before_resize = (set_before_storage_resize(&flush_pending), true);
+const bool g_run_by_allocator = (set_run_deferred_work(&flush_pending), true);
 } // namespace
 
 bool intercept(

@@ -204,6 +204,15 @@ void for_each_stat(DeviceStats& st, Fn fn) {
 thread_local c10::DeviceIndex t_route_device = -1;
 
 // ---------------------------------------------------------------- neuron
+std::atomic<void (*)()> g_run_deferred_work{nullptr};
+
+// Runs the work set by set_run_deferred_work (adaptive eager's queue), if any.
+void run_deferred_work() {
+  if (auto* run = g_run_deferred_work.load(std::memory_order_acquire)) {
+    run();
+  }
+}
+
 class NeuronAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
@@ -235,12 +244,14 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     // Execution is synchronous: no cross-stream lifetime to extend.
   }
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    run_deferred_work();
     device = check_device(device);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     return s.stats[device];
   }
   void resetAccumulatedStats(c10::DeviceIndex device) override {
+    run_deferred_work();
     device = check_device(device);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -252,12 +263,14 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     st.num_device_free = 0;
   }
   void resetPeakStats(c10::DeviceIndex device) override {
+    run_deferred_work();
     device = check_device(device);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     for_each_stat(s.stats[device], [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
   }
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    run_deferred_work();
     device = check_device(device);
     const int64_t cap = hbm_capacity(device);
     State& s = state();
@@ -587,18 +600,12 @@ c10::Allocator* routing_cpu_allocator() {
   return &g_routing_allocator;
 }
 
-namespace {
-std::atomic<void (*)()> g_before_storage_resize{nullptr};
-} // namespace
-
-void set_before_storage_resize(void (*fn)()) {
-  g_before_storage_resize.store(fn, std::memory_order_release);
+void set_run_deferred_work(void (*fn)()) {
+  g_run_deferred_work.store(fn, std::memory_order_release);
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
-  if (auto* before = g_before_storage_resize.load(std::memory_order_acquire)) {
-    before();
-  }
+  run_deferred_work();
   c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
   TORCH_CHECK(
       impl->resizable(),

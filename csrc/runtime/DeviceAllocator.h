@@ -51,11 +51,15 @@ c10::Allocator* routing_cpu_allocator();
 // Resizes a neuron storage to `new_nbytes` (used by resize_ and by
 // UntypedStorage.resize_, which FSDP2 uses to free unsharded parameters).
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
-// A function run before every storage resize (resize_storage_bytes), or
-// nullptr. Adaptive eager execution (aten/AdaptiveEager.cpp, a layer above)
-// sets it to run its queued ops first: a queued op may read the storage that
-// UntypedStorage.resize_ (FSDP2's reshard/unshard) frees or replaces.
-void set_before_storage_resize(void (*fn)());
+// A function that runs the device's deferred work, or nullptr. Adaptive eager
+// execution (aten/AdaptiveEager.cpp, a layer above) sets it to run its queued
+// ops. It is called before every storage resize (resize_storage_bytes: a queued
+// op may read the storage that UntypedStorage.resize_, FSDP2's reshard/unshard,
+// frees or replaces) and before the allocator's statistics are read or reset
+// (torch.accelerator.memory_stats / memory_allocated / get_memory_info and the
+// resets: queued ops hold their inputs, and their results are not allocated
+// yet, so the counters agree with op-by-op execution only after the queue ran).
+void set_run_deferred_work(void (*fn)());
 
 // The memory file (memfd) holding neuron storage `storage`, for sending the
 // storage to another process: a storage not yet in a file of its own moves into

@@ -249,3 +249,37 @@ def test_a_hook_registered_on_a_queued_result_sees_the_op_by_op_gradient(on):
         assert run() == expected
     m = metrics()
     assert m["queued_ops"] > 0 and m["kernel_failures"] == 0
+
+
+MEMORY_READERS: dict[str, Callable[[], int]] = {
+    "torch.accelerator.memory_stats": lambda: torch.accelerator.memory_stats()["allocated_bytes.all.current"],
+    "torch.accelerator.memory_allocated": lambda: torch.accelerator.memory_allocated(),
+    "torch.accelerator.get_memory_info": lambda: -torch.accelerator.get_memory_info()[0],
+    "torch.neuron.memory_stats": lambda: torch.neuron.memory_stats()["allocated_bytes.all.current"],
+    "torch.neuron.memory_allocated": lambda: torch.neuron.memory_allocated(),
+    "torch.neuron.mem_get_info": lambda: -torch.neuron.mem_get_info()[0],
+}
+
+
+@pytest.mark.parametrize("name", list(MEMORY_READERS))
+def test_memory_counters_read_while_ops_are_queued_are_the_op_by_op_counters(on, name):
+    # Queued ops hold their inputs (a tensor the program already dropped) and their results have no
+    # memory yet: every public reader of the allocator's counters runs the queue first, so it sees
+    # what op-by-op execution shows (the dropped input freed, the live result allocated).
+    read = MEMORY_READERS[name]
+    adaptive.set_compile_after(1000)
+
+    def step() -> torch.Tensor:
+        x = torch.ones(8192, device="neuron")  # 32 KiB, dropped when step returns
+        return (x[:4096] * 2 + 1) * 3  # 16 KiB kept
+
+    for _ in range(2):  # the first pass records the trace (runs at once), the second queues it
+        step()
+        torch.neuron.synchronize()
+    base = read()
+    before = metrics()
+    kept = step()
+    assert metrics()["queued_ops"] > before["queued_ops"]
+    assert read() - base == 4096 * 4  # op by op: only `kept` is allocated
+    assert metrics()["flushes"] > before["flushes"]
+    assert kept[0].item() == 9.0
