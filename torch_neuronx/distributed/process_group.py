@@ -520,17 +520,82 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
         opts: dist.GatherOptions | None = None,
     ) -> NeuronWork:
-        """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere)."""
-        return self._collective("gather", self._gloo.gather, outputs=output_lists, inputs=inputs,
-                                opts=opts, opts_type=dist.GatherOptions)
+        """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere).
+
+        The ranks' tensors may differ in size, as NCCL allows. gloo's gather takes equal sizes only
+        and, given uneven ones, fails on the root while the other ranks wait until the timeout; a
+        rank other than the root cannot see the sizes, so every gather travels as one
+        ``all_to_all_single`` whose splits each rank knows (its input to the root; on the root,
+        each output's size), waited for before the call returns.
+
+        Raises:
+            TypeError: the input and outputs do not all have one dtype.
+        """
+        opts = opts if opts is not None else dist.GatherOptions()
+        outs = output_lists[0] if output_lists else []
+        self._one_dtype("gather", [*outs, *inputs])
+        return self._collective("gather", self._gather_as_alltoall, outputs=outs, inputs=inputs[0], opts=opts,
+                                opts_type=dist.GatherOptions)
+
+    def _one_dtype(self, op: str, tensors: Sequence[torch.Tensor]) -> None:
+        dtypes = {t.dtype for t in tensors}
+        if len(dtypes) > 1:
+            raise TypeError(
+                f"'neuron' process group: {op} needs one dtype for every input and output tensor, "
+                f"got {sorted(str(d) for d in dtypes)}. Cast them to one dtype first."
+            )
+
+    def _rooted_alltoall(self, outs: list[torch.Tensor], flat_in: torch.Tensor, send: list[int],
+                         recv: list[int], timeout: timedelta) -> dist.Work:
+        # One all_to_all_single with the given per-peer element counts; ``outs`` (CPU aliases or staged
+        # copies of the caller's outputs, one per peer with a nonzero count) receive their parts.
+        flat_out = torch.empty(sum(recv), dtype=flat_in.dtype)
+        a2a_opts = dist.AllToAllOptions()
+        a2a_opts.timeout = timeout
+        work = self._gloo.alltoall_base(flat_out, flat_in, recv, send, a2a_opts)
+        work.wait()
+        parts = [part for part, n in zip(flat_out.split(recv), recv, strict=True) if n]
+        for out, part in zip([o for o in outs if o.numel()], parts, strict=True):
+            out.copy_(part.view(out.shape))
+        return work
+
+    def _gather_as_alltoall(self, outs: list[torch.Tensor], inp: torch.Tensor, opts: Any) -> dist.Work:
+        root, size = opts.rootRank, self.size()
+        send = [0] * size
+        send[root] = inp.numel()
+        recv = [t.numel() for t in outs] if self.rank() == root else [0] * size
+        return self._rooted_alltoall(outs, inp.reshape(-1), send, recv, opts.timeout)
+
+    def _scatter_as_alltoall(self, outs: list[torch.Tensor], ins: list[torch.Tensor], opts: Any) -> dist.Work:
+        root, size = opts.rootRank, self.size()
+        recv = [0] * size
+        recv[root] = outs[0].numel()
+        if self.rank() == root:
+            send = [t.numel() for t in ins]
+            flat_in = torch.cat([t.reshape(-1) for t in ins])
+        else:
+            send = [0] * size
+            flat_in = torch.empty(0, dtype=outs[0].dtype)
+        return self._rooted_alltoall(outs, flat_in, send, recv, opts.timeout)
 
     def scatter(  # type: ignore[override]
         self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
         opts: dist.ScatterOptions | None = None,
     ) -> NeuronWork:
-        """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``."""
-        return self._collective("scatter", self._gloo.scatter, outputs=outputs, inputs=input_lists,
-                                opts=opts, opts_type=dist.ScatterOptions)
+        """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``.
+
+        The tensors may differ in size per rank, as NCCL allows (gloo's scatter takes equal sizes
+        only): every scatter travels as one ``all_to_all_single`` (see :meth:`gather`), waited for
+        before the call returns.
+
+        Raises:
+            TypeError: the inputs and the output do not all have one dtype.
+        """
+        opts = opts if opts is not None else dist.ScatterOptions()
+        ins = input_lists[0] if input_lists else []
+        self._one_dtype("scatter", [*outputs, *ins])
+        return self._collective("scatter", self._scatter_as_alltoall, outputs=outputs[:1], inputs=ins, opts=opts,
+                                opts_type=dist.ScatterOptions)
 
     def broadcast(  # type: ignore[override]
         self, tensors: list[torch.Tensor], opts: dist.BroadcastOptions | None = None

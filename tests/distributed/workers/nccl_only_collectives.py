@@ -1,8 +1,9 @@
 """Collective calls NCCL accepts and gloo on CPU tensors does not, on backend "neuron":
 ``all_gather`` of tensors whose size differs per rank (float32, bfloat16, float8 as bytes,
-non-contiguous outputs), ``recv`` without ``src`` (the source rank is returned), and
-``ReduceOp.AVG`` of an integer tensor, which must be refused with a TypeError naming the fix
-before any rank waits (the transport cannot write the quotient back).
+non-contiguous outputs), ``gather`` and ``scatter`` of per-rank sizes, ``recv`` without ``src``
+(the source rank is returned), and ``ReduceOp.AVG`` of an integer tensor, which must be refused
+with a TypeError naming the fix before any rank waits (the transport cannot write the quotient
+back).
 
 The expected values are computed from the inputs each rank draws (no reference backend runs
 these calls). Prints "CHECKS <n>" and exits 0 when all passed.
@@ -52,6 +53,19 @@ def main() -> None:
     for dtype in (torch.float32, torch.bfloat16, torch.float8_e4m3fn):
         for strided in (False, True):
             uneven_all_gather(dtype, strided)
+    # gather / scatter of per-rank sizes (root 1; gloo's own would fail on the root and leave the
+    # other ranks waiting until the timeout)
+    for dtype in (torch.float32, torch.float8_e4m3fn):
+        root = 1 % WORLD
+        outs = [torch.full((rows(r), 3), float("nan"), device=DEV).to(dtype) for r in range(WORLD)]
+        dist.gather(data(RANK, dtype).to(DEV), outs if RANK == root else None, dst=root)
+        if RANK == root:
+            for r, out in enumerate(outs):
+                assert torch.equal(out.cpu().view(torch.uint8), data(r, dtype).view(torch.uint8)), (dtype, r)
+        out = torch.full((rows(RANK), 3), float("nan"), device=DEV).to(dtype)
+        dist.scatter(out, [data(r, dtype).to(DEV) for r in range(WORLD)] if RANK == root else None, src=root)
+        assert torch.equal(out.cpu().view(torch.uint8), data(RANK, dtype).view(torch.uint8)), (dtype, RANK)
+        checks += 1
     # a wrong input size for this rank's own entry is a ValueError on the calling rank
     try:
         dist.all_gather([torch.empty(rows(r), 3, device=DEV) for r in range(WORLD)],
