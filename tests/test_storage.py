@@ -150,3 +150,25 @@ def test_load_with_the_device_unavailable_names_the_variable(tmp_path, py):
         assert "trn1, trn2, trn3" in line and "map_location='cpu'" in line
         assert "CPU-only machine" not in line
     assert "CPU [0.0, 1.0, 2.0]" in proc.stdout
+
+
+def test_load_of_a_core_not_visible_names_map_location(tmp_path, py):
+    # Saved on neuron:3, loaded by a process that sees two cores: the error names the visible cores
+    # and map_location (as PyTorch's own check does for CUDA), and map_location loads the values.
+    path = tmp_path / "ckpt.pt"
+    torch.save({"w": torch.arange(3.0, device="neuron:3")}, path)
+    code = f"""
+        import torch
+        try:
+            torch.load({str(path)!r}, weights_only=True)
+        except RuntimeError as e:
+            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
+        w = torch.load({str(path)!r}, map_location="neuron:1", weights_only=True)["w"]
+        print("LOADED", w.device, w.tolist())
+    """
+    proc = py(code, env={"NEURON_RT_VISIBLE_CORES": "0-1"})
+    assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1, proc.stdout
+    assert "neuron:3" in errors[0] and "map_location" in errors[0], errors[0]
+    assert "LOADED neuron:1 [0.0, 1.0, 2.0]" in proc.stdout

@@ -11,6 +11,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="torch-neuronx",
         description="TorchNeuron on a software NeuronCore: the `neuron` PyTorch device anywhere.",
     )
+    import torch
+
+    from .._version import __version__
+
+    parser.add_argument("--version", action="version",
+                        version=f"torch-neuronx {__version__} (torch {torch.__version__})")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="platform, chips, LNC, visible cores, HBM per core, memory in use")
     from . import cache as _cache_cli
@@ -39,8 +45,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(problem)
     if args.command == "demo" and args.steps is not None and args.steps < 1:
         parser.error(f"demo --steps must be at least 1, got {args.steps}")
-
-    import torch  # noqa: F401  (autoloads the neuron device)
 
     from ..runtime.topology import TopologyError
 

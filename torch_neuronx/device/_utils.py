@@ -31,7 +31,8 @@ def _get_device_index(device: int | str | torch.device | None, optional: bool = 
         TopologyError: the device is unavailable because an environment variable has a bad
             value; the message names it, its fix, and ``map_location='cpu'`` for ``torch.load``.
         ValueError: a device of another type, or no index when ``optional`` is False.
-        RuntimeError: an index that is not a visible ``neuron`` device (naming the visible cores).
+        RuntimeError: an index that is not a visible ``neuron`` device (naming the visible cores and
+            ``torch.load``'s ``map_location``).
     """
     if _state.topology is None:
         raise TopologyError(
@@ -49,4 +50,14 @@ def _get_device_index(device: int | str | torch.device | None, optional: bool = 
             raise ValueError(f"Expected a neuron device with a specified index or an integer, but got: {device}")
     elif device is None and not optional:
         raise ValueError("Expected a neuron device with a specified index or an integer, but got: None")
-    return device_index(device)
+    try:
+        return device_index(device)
+    except RuntimeError as err:
+        if isinstance(err, TopologyError):
+            raise
+        # A checkpoint saved on a core this process does not see (saved on neuron:3, loaded with
+        # two cores visible): PyTorch's own check would say to use map_location; say it too.
+        raise RuntimeError(
+            f"{err} To load a checkpoint saved on another NeuronCore, pass map_location to torch.load "
+            f"(map_location='neuron:0', or 'cpu')."
+        ) from err

@@ -286,6 +286,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 :func:`.aliases.check_reducible`).
             RuntimeError: a reduction with ``ReduceOp.PREMUL_SUM``, which the gloo transport lacks
                 (gloo raises RuntimeError too; the message names the fix).
+            TypeError: ``ReduceOp.AVG`` of an integer or bool tensor (gloo divides in floating
+                point and fails inside the transfer, after the ranks have synchronised).
         """
         if reduces:
             check_reducible(op, outputs if outputs is not None else [])
@@ -295,6 +297,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
                     f"transport has no pre-multiplied sum). Multiply the tensor by the factor and use "
                     f"ReduceOp.SUM (or ReduceOp.AVG for 1/world_size)."
                 )
+            if opts is not None and getattr(opts, "reduceOp", None) == dist.ReduceOp.AVG:
+                integral = sorted({str(t.dtype) for t in _flat(outputs if outputs is not None else [])
+                                   if not (t.is_floating_point() or t.is_complex())})
+                if integral:
+                    raise TypeError(
+                        f"'neuron' process group: {op} with ReduceOp.AVG cannot average {', '.join(integral)} "
+                        f"tensors (its gloo transport divides the sum in floating point and cannot write "
+                        f"the quotient back into an integer tensor). Average a floating-point copy "
+                        f"(t.float()), or reduce with ReduceOp.SUM and divide by the world size yourself "
+                        f"(t // world_size to truncate)."
+                    )
         # Contiguous tensors (the usual case) are aliased as they are; staging only when needed.
         st: _Staging | None = None
         args: list[Any] = []
@@ -423,9 +436,51 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
         opts: AllgatherOptions | None = None,
     ) -> NeuronWork:
-        """``all_gather`` (lists): ``output_lists[0][r]`` ← rank r's ``inputs[0]``."""
-        return self._collective("all_gather", self._gloo.allgather, outputs=output_lists, inputs=inputs,
+        """``all_gather`` (lists): ``output_lists[0][r]`` ← rank r's ``inputs[0]``.
+
+        The ranks' tensors may differ in size (``output_lists[0][r]`` has rank r's size), as
+        NCCL allows: gloo's list all-gather takes equal sizes only, so uneven lists travel as one
+        ``all_to_all_single`` (this rank's input to every peer, each peer's into its output),
+        waited for before the call returns.
+
+        Raises:
+            ValueError: the input's element count differs from ``output_lists[0][rank]``'s.
+            TypeError: the input and outputs do not all have one dtype.
+        """
+        outs = output_lists[0] if len(output_lists) == 1 else None
+        if outs is None or len({t.numel() for t in outs}) <= 1:
+            return self._collective("all_gather", self._gloo.allgather, outputs=output_lists, inputs=inputs,
+                                    opts=opts, opts_type=AllgatherOptions)
+        mine = outs[self.rank()]
+        if inputs[0].numel() != mine.numel():
+            raise ValueError(
+                f"'neuron' process group: all_gather of tensors of different sizes needs this rank's "
+                f"input to have the size of its own output entry (output_list[{self.rank()}]: "
+                f"{tuple(mine.shape)}), got {tuple(inputs[0].shape)}."
+            )
+        dtypes = {t.dtype for t in (*outs, inputs[0])}
+        if len(dtypes) > 1:
+            raise TypeError(
+                f"'neuron' process group: all_gather needs one dtype for the input and every output "
+                f"tensor, got {sorted(str(d) for d in dtypes)}. Cast them to one dtype first."
+            )
+        return self._collective("all_gather", self._uneven_allgather, outputs=outs, inputs=inputs[0],
                                 opts=opts, opts_type=AllgatherOptions)
+
+    def _uneven_allgather(self, outs: list[torch.Tensor], inp: torch.Tensor, opts: Any) -> dist.Work:
+        # CPU aliases (or staged copies) of the caller's tensors: this rank's input goes to every
+        # rank, rank r's input lands in outs[r].
+        n = inp.numel()
+        flat_in = inp.reshape(-1).repeat(self.size())
+        flat_out = torch.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)
+        a2a_opts = dist.AllToAllOptions()
+        a2a_opts.timeout = opts.timeout
+        work = self._gloo.alltoall_base(flat_out, flat_in, [t.numel() for t in outs], [n] * self.size(),
+                                        a2a_opts)
+        work.wait()
+        for out, part in zip(outs, flat_out.split([t.numel() for t in outs]), strict=True):
+            out.copy_(part.view(out.shape))
+        return work
 
     def allgather_coalesced(
         self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
@@ -465,17 +520,82 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
         opts: dist.GatherOptions | None = None,
     ) -> NeuronWork:
-        """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere)."""
-        return self._collective("gather", self._gloo.gather, outputs=output_lists, inputs=inputs,
-                                opts=opts, opts_type=dist.GatherOptions)
+        """``gather``: on root ``output_lists[0][r]`` ← rank r's ``inputs[0]`` (empty elsewhere).
+
+        The ranks' tensors may differ in size, as NCCL allows. gloo's gather takes equal sizes only
+        and, given uneven ones, fails on the root while the other ranks wait until the timeout; a
+        rank other than the root cannot see the sizes, so every gather travels as one
+        ``all_to_all_single`` whose splits each rank knows (its input to the root; on the root,
+        each output's size), waited for before the call returns.
+
+        Raises:
+            TypeError: the input and outputs do not all have one dtype.
+        """
+        opts = opts if opts is not None else dist.GatherOptions()
+        outs = output_lists[0] if output_lists else []
+        self._one_dtype("gather", [*outs, *inputs])
+        return self._collective("gather", self._gather_as_alltoall, outputs=outs, inputs=inputs[0], opts=opts,
+                                opts_type=dist.GatherOptions)
+
+    def _one_dtype(self, op: str, tensors: Sequence[torch.Tensor]) -> None:
+        dtypes = {t.dtype for t in tensors}
+        if len(dtypes) > 1:
+            raise TypeError(
+                f"'neuron' process group: {op} needs one dtype for every input and output tensor, "
+                f"got {sorted(str(d) for d in dtypes)}. Cast them to one dtype first."
+            )
+
+    def _rooted_alltoall(self, outs: list[torch.Tensor], flat_in: torch.Tensor, send: list[int],
+                         recv: list[int], timeout: timedelta) -> dist.Work:
+        # One all_to_all_single with the given per-peer element counts; ``outs`` (CPU aliases or staged
+        # copies of the caller's outputs, one per peer with a nonzero count) receive their parts.
+        flat_out = torch.empty(sum(recv), dtype=flat_in.dtype)
+        a2a_opts = dist.AllToAllOptions()
+        a2a_opts.timeout = timeout
+        work = self._gloo.alltoall_base(flat_out, flat_in, recv, send, a2a_opts)
+        work.wait()
+        parts = [part for part, n in zip(flat_out.split(recv), recv, strict=True) if n]
+        for out, part in zip([o for o in outs if o.numel()], parts, strict=True):
+            out.copy_(part.view(out.shape))
+        return work
+
+    def _gather_as_alltoall(self, outs: list[torch.Tensor], inp: torch.Tensor, opts: Any) -> dist.Work:
+        root, size = opts.rootRank, self.size()
+        send = [0] * size
+        send[root] = inp.numel()
+        recv = [t.numel() for t in outs] if self.rank() == root else [0] * size
+        return self._rooted_alltoall(outs, inp.reshape(-1), send, recv, opts.timeout)
+
+    def _scatter_as_alltoall(self, outs: list[torch.Tensor], ins: list[torch.Tensor], opts: Any) -> dist.Work:
+        root, size = opts.rootRank, self.size()
+        recv = [0] * size
+        recv[root] = outs[0].numel()
+        if self.rank() == root:
+            send = [t.numel() for t in ins]
+            flat_in = torch.cat([t.reshape(-1) for t in ins])
+        else:
+            send = [0] * size
+            flat_in = torch.empty(0, dtype=outs[0].dtype)
+        return self._rooted_alltoall(outs, flat_in, send, recv, opts.timeout)
 
     def scatter(  # type: ignore[override]
         self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
         opts: dist.ScatterOptions | None = None,
     ) -> NeuronWork:
-        """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``."""
-        return self._collective("scatter", self._gloo.scatter, outputs=outputs, inputs=input_lists,
-                                opts=opts, opts_type=dist.ScatterOptions)
+        """``scatter``: rank r's ``outputs[0]`` ← root's ``input_lists[0][r]``.
+
+        The tensors may differ in size per rank, as NCCL allows (gloo's scatter takes equal sizes
+        only): every scatter travels as one ``all_to_all_single`` (see :meth:`gather`), waited for
+        before the call returns.
+
+        Raises:
+            TypeError: the inputs and the output do not all have one dtype.
+        """
+        opts = opts if opts is not None else dist.ScatterOptions()
+        ins = input_lists[0] if input_lists else []
+        self._one_dtype("scatter", [*outputs, *ins])
+        return self._collective("scatter", self._scatter_as_alltoall, outputs=outputs[:1], inputs=ins, opts=opts,
+                                opts_type=dist.ScatterOptions)
 
     def broadcast(  # type: ignore[override]
         self, tensors: list[torch.Tensor], opts: dist.BroadcastOptions | None = None

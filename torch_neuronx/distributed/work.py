@@ -160,4 +160,8 @@ class NeuronWork(dist.Work):
 
     def source_rank(self) -> int:
         """For ``recv`` from any source: the rank the data came from."""
-        return self._works[0].source_rank() if self._works else -1
+        return self._works[0]._source_rank() if self._works else -1
+
+    # ``torch.distributed.recv(t)`` (no ``src``) asks the handle for ``_source_rank()``, a C++
+    # method the Python trampoline does not forward to :meth:`source_rank`.
+    _source_rank = source_rank

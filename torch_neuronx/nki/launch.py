@@ -238,4 +238,24 @@ def simulate(kernel: Any, *, platform: Any = None) -> Callable[..., Any]:
     return run
 
 
+def execute(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """Current ``nki.execute(kernel, *args, **kwargs)``: AWS specialises ``kernel`` (a ``nki.jit``
+    kernel, ``kernel[lnc]``, or a plain function) into a NEFF and runs it on a NeuronCore; here it runs
+    on the simulator with the hardware's rounding (as ``nki.baremetal``). NumPy arrays in, NumPy arrays
+    out; ``neuron`` tensors in, ``neuron`` tensors out (as calling the kernel). After the call,
+    ``kernel.last_run`` is the launch when ``kernel`` is a ``nki.jit`` kernel.
+
+    Raises:
+        NotImplementedError: a kernel whose mode the simulator does not run (``mode="torchxla"``).
+    """
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel, frontend="current")
+    if k.keep is None and k.mode == "auto":
+        k = k._copy(mode="baremetal")
+        out = k(*args, **kwargs)
+        if isinstance(kernel, Kernel) and hasattr(k, "last_run"):
+            kernel.last_run = k.last_run
+        return out
+    return k(*args, **kwargs)
+
+
 _ = np

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from .. import compiler, typing
 from ..benchmark import benchmark, profile
-from ..launch import baremetal, jit_current as jit, simulate
+from ..launch import baremetal, execute, jit_current as jit, simulate
 from ..typing import tensor
 from . import collectives, dtype, isa, language
 
-__all__ = ["jit", "simulate", "benchmark", "baremetal", "profile", "language", "isa", "collectives", "compiler",
-           "typing", "tensor", "dtype"]
+__all__ = ["jit", "simulate", "execute", "benchmark", "baremetal", "profile", "language", "isa", "collectives",
+           "compiler", "typing", "tensor", "dtype"]
