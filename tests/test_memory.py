@@ -109,13 +109,18 @@ def test_per_process_memory_fraction(py):
         print(torch.neuron.mem_get_info()[1])
         try:
             torch.empty(40 << 20, dtype=torch.uint8, device='neuron')
-        except torch.neuron.OutOfMemoryError:
+        except torch.neuron.OutOfMemoryError as e:
             print('OOM')
+            print(str(e).splitlines()[0], file=__import__('sys').stderr)
         t = torch.empty(40 << 20, dtype=torch.uint8, device='neuron:1')
         print('ok')
     """, env={"TORCH_NEURONX_HBM_PER_CORE": "64MiB"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(32 << 20), "OOM", "ok"]
+    # The error gives the core's full HBM and the share this process may use, and names the fraction as a fix.
+    assert "total capacity of 64.00 MiB of HBM" in r.stderr, r.stderr
+    assert "this process may use 32.00 MiB (torch.neuron.set_per_process_memory_fraction(0.5))" in r.stderr
+    assert "raise the fraction given to torch.neuron.set_per_process_memory_fraction" in r.stderr
 
 
 def test_freed_memory_goes_back_to_the_host_before_the_process_grows(py):

@@ -339,17 +339,26 @@ void check_capacity_locked(State& s, size_t nbytes, size_t reserved, c10::Device
   if (C10_UNLIKELY(in_use + static_cast<int64_t>(reserved) > capacity)) {
     st.num_ooms += 1;
     const int64_t allocated = st.allocated_bytes[kAgg].current;
+    // Under torch.neuron.set_per_process_memory_fraction the limit is a share
+    // of the core: say so (as CUDA's message names the allowed amount).
+    const double fraction = memory_fraction(device);
+    std::ostringstream limit;
+    if (fraction < 1.0) {
+      limit << ", of which this process may use " << format_bytes(capacity)
+            << " (torch.neuron.set_per_process_memory_fraction(" << fraction << "))";
+    }
     TORCH_CHECK_WITH(
         OutOfMemoryError,
         false,
         "neuron:", static_cast<int>(device), " out of memory. Tried to allocate ",
         format_bytes(static_cast<int64_t>(nbytes)), " on neuron:", static_cast<int>(device),
-        ", which has a total capacity of ", format_bytes(capacity), " of HBM (",
-        topology_description(), ") of which ", format_bytes(std::max<int64_t>(capacity - in_use, 0)),
-        " is free; ", format_bytes(allocated), " is allocated by live tensors (",
-        format_bytes(in_use), " reserved). Free tensors you no longer need (del x), reduce the batch "
-        "size or sequence length, shard the model across more NeuronCores, or raise the software "
-        "NeuronCore's capacity with TORCH_NEURONX_HBM_PER_CORE.");
+        ", which has a total capacity of ", format_bytes(fraction < 1.0 ? hbm_bytes_per_core() : capacity),
+        " of HBM (", topology_description(), ")", limit.str(), "; ",
+        format_bytes(std::max<int64_t>(capacity - in_use, 0)), " of that is free; ", format_bytes(allocated),
+        " is allocated by live tensors (", format_bytes(in_use), " reserved). Free tensors you no longer "
+        "need (del x), reduce the batch size or sequence length, shard the model across more NeuronCores, ",
+        fraction < 1.0 ? "raise the fraction given to torch.neuron.set_per_process_memory_fraction, " : "",
+        "or raise the software NeuronCore's capacity with TORCH_NEURONX_HBM_PER_CORE.");
   }
 }
 

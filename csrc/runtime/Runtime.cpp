@@ -49,9 +49,16 @@ c10::DeviceIndex device_count() noexcept {
   return static_cast<c10::DeviceIndex>(g_device_count.load());
 }
 
+double memory_fraction(c10::DeviceIndex index) {
+  return index >= 0 && index < 256 ? g_fraction[index].load() : 1.0;
+}
+
+int64_t hbm_bytes_per_core() {
+  return g_hbm_bytes.load();
+}
+
 int64_t hbm_capacity(c10::DeviceIndex index) {
-  const double fraction = index >= 0 && index < 256 ? g_fraction[index].load() : 1.0;
-  return static_cast<int64_t>(static_cast<double>(g_hbm_bytes.load()) * fraction);
+  return static_cast<int64_t>(static_cast<double>(g_hbm_bytes.load()) * memory_fraction(index));
 }
 
 void set_memory_fraction(c10::DeviceIndex index, double fraction) {

@@ -25,11 +25,16 @@ void set_topology(
 // Number of visible logical NeuronCores (0 when the topology is invalid).
 c10::DeviceIndex device_count() noexcept;
 
-// HBM capacity of one logical core, in bytes.
+// HBM capacity of one logical core available to this process, in bytes: the
+// core's HBM times the fraction set by set_memory_fraction.
 int64_t hbm_capacity(c10::DeviceIndex index);
 
 // Limits this process to `fraction` (0, 1] of core `index`'s HBM.
 void set_memory_fraction(c10::DeviceIndex index, double fraction);
+// The fraction last set for core `index` (1.0 when none was set).
+double memory_fraction(c10::DeviceIndex index);
+// HBM of one logical core, in bytes, whatever fraction this process may use.
+int64_t hbm_bytes_per_core();
 
 // One line describing the topology, used in error messages.
 const std::string& topology_description();
