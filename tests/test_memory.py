@@ -41,6 +41,7 @@ def test_reserved_mem_get_info_stats_summary():
     stats = torch.neuron.memory_stats()
     assert stats["allocated_bytes.all.current"] == torch.neuron.memory_allocated()
     assert stats["hbm_capacity_bytes"] == 24 << 30
+    assert stats["max_split_size"] == -1  # no split limit, as CUDA reports when none is configured
     assert torch.accelerator.memory_allocated(0) == torch.neuron.memory_allocated(0)
     summary = torch.neuron.memory_summary()
     assert "neuron:0" in summary and "Allocated memory" in summary

@@ -248,7 +248,11 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     device = check_device(device);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    return s.stats[device];
+    DeviceStats stats = s.stats[device];
+    // Blocks are never split: no size limit applies, which CUDA's allocator
+    // reports as -1 (its max_split_size when unset).
+    stats.max_split_size = -1;
+    return stats;
   }
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     run_deferred_work();
