@@ -254,14 +254,65 @@ def test_sparse_tensors_are_refused_clearly():
         torch.randn(3, 3).to_sparse().to("neuron")
 
 
-def test_nested_tensors_are_refused_at_the_first_op():
+def test_nested_tensors_are_refused_when_built_on_neuron():
+    """Of neuron tensors: refused when built. Of CPU tensors with device="neuron" (PyTorch's
+    composite builds that one under the CPU key): refused at its first op, ``.cpu()`` included."""
+    x, y = torch.randn(2, device="neuron"), torch.randn(3, device="neuron")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nested tensors are a prototype
+        with pytest.raises(NotImplementedError, match="neuron supports only dense.*produced a nested tensor"):
+            torch.nested.nested_tensor([x, y])
+        with pytest.raises(NotImplementedError, match="produced a nested tensor"):
+            torch.nested.as_nested_tensor([x, y])
         nt = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], device="neuron")
     with pytest.raises(NotImplementedError, match="neuron supports only dense.*nested tensor on neuron"):
         nt + 1
     with pytest.raises(NotImplementedError, match="nested tensor on neuron"):
         nt.cpu()
+
+
+_NESTED_OF_LEAVES = """
+import warnings, torch
+warnings.simplefilter("ignore")
+a = torch.arange(6.0, device="neuron").reshape(2, 3).requires_grad_()
+b = torch.arange(8.0, device="neuron").reshape(2, 4).requires_grad_()
+try:
+    torch.nested.as_nested_tensor([a, b])
+except NotImplementedError as e:
+    print("refused:", str(e).splitlines()[0])
+# CPU leaves with device="neuron": PyTorch's composite builds this one under the CPU key
+c, d = a.detach().cpu().requires_grad_(), b.detach().cpu().requires_grad_()
+nt = torch.nested.as_nested_tensor([c, d], device="neuron")
+ref = torch.nested.as_nested_tensor([c, d])
+print("sizes:", torch.equal(nt._nested_tensor_size(), ref._nested_tensor_size()), nt.requires_grad)
+try:
+    nt + 1
+except NotImplementedError as e:
+    print("op refused:", str(e).splitlines()[0])
+"""
+
+
+def test_nested_tensor_of_neuron_leaves_raises_instead_of_aborting():
+    """Autograd records a nested result by asking it for its nested sizes inside a noexcept
+    function; a nested tensor built on neuron refused that query there, and the process aborted
+    (``terminate called after throwing``; PyTorch's test_autograd builds such tensors). Neuron
+    leaves are now refused when the nested tensor is built; CPU leaves with ``device="neuron"``
+    (built by PyTorch's composite under the CPU key) give a nested tensor whose metadata queries
+    answer as on the CPU and whose first computing op is refused. Run in a child process, so
+    that an abort is a failure of this test and not of the suite."""
+    import subprocess
+    import sys
+
+    from .processes import job_env, report
+
+    proc = subprocess.run([sys.executable, "-c", _NESTED_OF_LEAVES], env=job_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, report(proc)
+    assert "refused: neuron supports only dense (strided) tensors, but this op produced a nested tensor" \
+        in proc.stdout, report(proc)
+    assert "sizes: True True" in proc.stdout, report(proc)
+    assert "op refused: neuron supports only dense (strided) tensors: aten::add.Tensor was called with a nested" \
+        in proc.stdout, report(proc)
 
 
 def test_op_tracking_counts_zero_tensors():

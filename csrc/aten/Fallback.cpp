@@ -610,11 +610,30 @@ namespace {
 // Sparse, nested and quantized tensors: NeuronCores have none, and the
 // dispatcher's own message ("Could not run ... 'Sparseneuron' backend ...
 // Facebook employee") does not say so.
+//
+// The exception: a nested tensor's metadata queries. The boxed fallback
+// refuses to build nested tensors on neuron, but PyTorch's own composite can
+// still make one (_nested_tensor_from_tensor_list of CPU tensors with
+// device="neuron" runs under the CPU key), and autograd records such a result
+// by asking it for its nested sizes inside a noexcept function: a refusal
+// there aborted the process. These three ops only read the NestedTensorImpl's
+// metadata (CPU tensors, as for CUDA nested tensors), so they run the
+// NestedTensorCPU kernel; every op that computes still gets the error below.
+bool is_nested_metadata_query(const c10::OperatorName& n) {
+  return n.overload_name.empty() &&
+      (n.name == "aten::_nested_tensor_size" || n.name == "aten::_nested_tensor_strides" ||
+       n.name == "aten::_nested_tensor_storage_offsets");
+}
+
 void unsupported_layout(
     const c10::OperatorHandle& op,
     c10::DispatchKeySet keys,
-    torch::jit::Stack* /*stack*/) {
+    torch::jit::Stack* stack) {
   const auto& n = op.operator_name();
+  if (keys.has(c10::DispatchKey::NestedTensorPrivateUse1) && is_nested_metadata_query(n)) {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::NestedTensorCPU), stack);
+    return;
+  }
   const char* kind = keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested"
       : keys.has(c10::DispatchKey::QuantizedPrivateUse1)                 ? "quantized"
                                                                          : "sparse";

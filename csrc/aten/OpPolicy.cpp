@@ -82,6 +82,18 @@ const OpNameTable& ops_needing_cpu_kernel() {
       // function, method and in-place variants (float32, complex64) found no
       // other op calling a stub from a composite kernel.
       "aten::conj_physical_",
+      // Its only kernel is CompositeExplicitAutograd: on neuron inputs it built
+      // a nested tensor on neuron, which every later op refuses, and when an
+      // input requires grad autograd's graph recording (noexcept) asks that
+      // tensor for its nested sizes: the refusal then aborted the process
+      // (torch.nested.nested_tensor / as_nested_tensor with device="neuron";
+      // PyTorch's test_autograd). Through the fallback the CPU kernel builds
+      // the nested tensor on the CPU and to_neuron_result refuses it with the
+      // nested-tensor error before autograd sees it. The other nested
+      // factories (_nested_tensor_from_mask, _nested_from_padded,
+      // _nested_view_from_buffer) have CPU kernels, so they reach the
+      // fallback already.
+      "aten::_nested_tensor_from_tensor_list",
   };
   return table;
 }
