@@ -124,32 +124,40 @@ def test_dataloader_workers_return_neuron_tensors():
     assert torch.cat([b[0] for b in batches]).cpu().tolist() == torch.arange(8.0).view(4, 2).tolist()
 
 
+def _load_in_child(py, path, failing: list, working: str, env: dict):
+    """Loads the checkpoint at ``path`` in a child process with ``env``: once per map_location in
+    ``failing`` (None: none given), printing each RuntimeError as an ``ERROR <type> <message>`` line, then
+    with ``working``, printing ``LOADED <device> <values>``. Returns the process and its ERROR lines."""
+    tries = "".join(
+        f"""
+        try:
+            torch.load({str(path)!r}, map_location={where!r}, weights_only=True)
+        except RuntimeError as e:
+            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))"""
+        for where in failing
+    )
+    code = f"""
+        import torch{tries}
+        w = torch.load({str(path)!r}, map_location={working!r}, weights_only=True)["w"]
+        print("LOADED", w.device, w.tolist())
+    """
+    proc = py(code, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc, [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+
+
 def test_load_with_the_device_unavailable_names_the_variable(tmp_path, py):
     # A bad environment variable makes the device unavailable: torch.load must say which and how to
     # fix it (PyTorch's own text would blame a "CPU-only machine"); map_location="cpu" still loads.
     path = tmp_path / "ckpt.pt"
     torch.save({"w": torch.arange(3.0, device="neuron")}, path)
-    code = f"""
-        import torch
-        try:
-            torch.load({str(path)!r}, weights_only=True)
-        except RuntimeError as e:
-            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
-        try:
-            torch.load({str(path)!r}, map_location="neuron", weights_only=True)
-        except RuntimeError as e:
-            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
-        print("CPU", torch.load({str(path)!r}, map_location="cpu", weights_only=True)["w"].tolist())
-    """
-    proc = py(code, env={"TORCH_NEURONX_PLATFORM": "trn9"})
-    assert proc.returncode == 0, proc.stderr
-    errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    proc, errors = _load_in_child(py, path, [None, "neuron"], "cpu", {"TORCH_NEURONX_PLATFORM": "trn9"})
     assert len(errors) == 2, proc.stdout
     for line in errors:
         assert line.startswith("ERROR TopologyError neuron device unavailable: TORCH_NEURONX_PLATFORM='trn9'")
         assert "trn1, trn2, trn3" in line and "map_location='cpu'" in line
         assert "CPU-only machine" not in line
-    assert "CPU [0.0, 1.0, 2.0]" in proc.stdout
+    assert "LOADED cpu [0.0, 1.0, 2.0]" in proc.stdout
 
 
 def test_load_of_a_core_not_visible_names_map_location(tmp_path, py):
@@ -157,18 +165,7 @@ def test_load_of_a_core_not_visible_names_map_location(tmp_path, py):
     # and map_location (as PyTorch's own check does for CUDA), and map_location loads the values.
     path = tmp_path / "ckpt.pt"
     torch.save({"w": torch.arange(3.0, device="neuron:3")}, path)
-    code = f"""
-        import torch
-        try:
-            torch.load({str(path)!r}, weights_only=True)
-        except RuntimeError as e:
-            print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
-        w = torch.load({str(path)!r}, map_location="neuron:1", weights_only=True)["w"]
-        print("LOADED", w.device, w.tolist())
-    """
-    proc = py(code, env={"NEURON_RT_VISIBLE_CORES": "0-1"})
-    assert proc.returncode == 0, proc.stderr
-    errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    proc, errors = _load_in_child(py, path, [None], "neuron:1", {"NEURON_RT_VISIBLE_CORES": "0-1"})
     assert len(errors) == 1, proc.stdout
     assert "neuron:3" in errors[0] and "map_location" in errors[0], errors[0]
     assert "LOADED neuron:1 [0.0, 1.0, 2.0]" in proc.stdout
