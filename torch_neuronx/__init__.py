@@ -97,6 +97,10 @@ def _autoload() -> None:
     # Dynamo loads, torch.compile without backend= starts selecting "neuron" for neuron graphs.
     for name in _INDUCTOR_CODEGEN:
         _device_module.register_lazy_attribute(name, _inductor_codegen(name))
+    # torch.neuron's compilation-metrics functions (AWS's torch.neuron reference): the compile
+    # layer's, imported on first access.
+    for name in ("get_dynamo_metrics", "reset_dynamo_metrics"):
+        _device_module.register_lazy_attribute(name, _compile_function(name))
     from . import _import_hooks
 
     _import_hooks.after_import("torch._dynamo", _on_dynamo_import)
@@ -112,6 +116,15 @@ def _inductor_codegen(name: str):
         from .compile import inductor_device
 
         return inductor_device.codegen_class(name)
+
+    return factory
+
+
+def _compile_function(name: str):
+    def factory():
+        from . import compile as _compile
+
+        return getattr(_compile, name)
 
     return factory
 
@@ -135,13 +148,48 @@ from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops 
 # AWS's examples call these on torch_neuronx itself (torch_neuronx.Stream(device), with
 # torch_neuronx.stream(s), torch_neuronx.synchronize()): the torch.neuron objects.
 from .device.streams import Stream, stream, synchronize  # noqa: E402
+# AWS's torch_neuronx also carries the device functions and the memory_* API at its top level
+# (torch_neuronx.device_count(), torch_neuronx.memory_stats(), ...): torch.neuron's objects, and
+# torch_neuronx.memory's AWS-shaped memory_stats.
+from .device import (  # noqa: E402
+    Event,
+    StreamContext,
+    current_device,
+    current_stream,
+    default_stream,
+    device_count,
+    get_device_properties,
+    set_device,
+    set_stream,
+)
+from .device import is_initialized as is_neuron_runtime_initialized  # noqa: E402
+from . import memory  # noqa: E402
+from .memory import (  # noqa: E402
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+)
 
 _COMPILE_API = ("get_dynamo_metrics", "reset_dynamo_metrics", "pad_to_multiple", "bucket_size",
                 "pad_batch_to_bucket")
 
-__all__ = ["Stream", "__version__", "clear_op_tracking", "get_adaptive_eager_metrics", "reset_adaptive_eager_metrics",
-           "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "stream", "synchronize",
-           "wrap_nki", *_COMPILE_API]
+__all__ = [
+    # torch.neuron's device and stream functions, on torch_neuronx as AWS's package has them
+    "Event", "StreamContext", "current_device", "current_stream", "default_stream", "device_count",
+    "get_device_properties", "is_neuron_runtime_initialized", "set_device", "set_stream",
+    # the memory_* API (torch_neuronx.memory)
+    "empty_cache", "max_memory_allocated", "max_memory_reserved", "memory", "memory_allocated",
+    "memory_reserved", "memory_stats",
+    "memory_summary", "reset_accumulated_memory_stats", "reset_peak_memory_stats",
+    "NeuronProfiler", "Stream", "__version__", "clear_op_tracking", "get_adaptive_eager_metrics",
+    "reset_adaptive_eager_metrics", "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "stream",
+    "synchronize", "wrap_nki", *_COMPILE_API]
 
 
 def __getattr__(name):
@@ -155,7 +203,11 @@ def __getattr__(name):
         from . import compile as _compile
 
         return getattr(_compile, name)
-    if name in ("nki", "kernels", "compile", "distributed", "estimate", "adaptive"):
+    if name == "NeuronProfiler":  # AWS's torch_neuronx.NeuronProfiler (torch.profiler loads with it)
+        from .profiling import NeuronProfiler
+
+        return NeuronProfiler
+    if name in ("nki", "kernels", "compile", "distributed", "estimate", "adaptive", "profiling"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -55,7 +55,20 @@ from .random import (
     set_rng_state,
     set_rng_state_all,
 )
-from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream, synchronize
+from .streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    query,
+    record_event,
+    set_stream,
+    stream,
+    synchronize,
+    wait_event,
+    wait_stream,
+)
 
 
 # torch.utils.checkpoint saves the device RNG state only when the device
@@ -228,9 +241,10 @@ __all__ = [
     "initial_seed", "is_available",
     "is_bf16_supported", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats",
-    "memory_summary", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+    "memory_summary", "query", "record_event", "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
     "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "set_device", "set_rng_state",
-    "set_rng_state_all", "set_stream", "stream", "synchronize",
+    "set_rng_state_all", "set_stream", "stream", "synchronize", "wait_event", "wait_stream",
     *LEGACY_STORAGE_CLASSES,
 ]

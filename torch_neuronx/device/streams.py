@@ -133,3 +133,26 @@ def synchronize(device: DeviceLike = None) -> None:
     """
     device_index(device)
     _C._adaptive_flush()
+
+
+def wait_stream(stream: torch.Stream) -> None:
+    """Orders the current stream after ``stream`` (a no-op: every op already completed)."""
+    current_stream().wait_stream(stream)
+
+
+def wait_event(event: torch.Event) -> None:
+    """Makes the current stream wait for ``event`` (a no-op: a recorded event is complete)."""
+    current_stream().wait_event(event)
+
+
+def record_event(event: torch.Event | None = None) -> torch.Event:
+    """Records ``event`` (a new one when ``None``) on the current stream and returns it; it is
+    complete at once (``event.query()`` is True)."""
+    return current_stream().record_event(event)
+
+
+def query() -> bool:
+    """True when all work on the current stream has completed: always, execution is synchronous
+    (adaptive eager's queued ops are run first)."""
+    _C._adaptive_flush()
+    return current_stream().query()
