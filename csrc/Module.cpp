@@ -11,13 +11,23 @@
 #include "runtime/Generator.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Log.h"
+#include "runtime/MemoryHistory.h"
 #include "runtime/Runtime.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
+
+// From libtorch_python (torch/csrc/profiler/python/combined_traceback.h, whose header needs
+// nlohmann/json, which torch's wheel does not ship): what CUDA's memory history uses to record
+// Python stacks and turn them into frame dicts ({"filename", "line", "name"}).
+namespace torch {
+std::vector<py::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
+void installCapturedTracebackPython();
+} // namespace torch
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_neuronx C++ core (runtime: allocators, guard, hooks, generator; aten: boxed fallback, op policy, kernels)";
@@ -50,6 +60,66 @@ PYBIND11_MODULE(_C, m) {
     d["num_ooms"] = c.num_ooms;
     d["capacity"] = c.capacity;
     return d;
+  });
+  m.def(
+      "_record_memory_history",
+      [](bool enabled, bool stacks, size_t max_entries, bool clear) {
+        if (enabled && stacks) {
+          torch::installCapturedTracebackPython(); // once per interpreter, as CUDA's does
+        }
+        torch_neuronx::set_memory_history(enabled, stacks, max_entries, clear);
+      },
+      py::arg("enabled"),
+      py::arg("stacks"),
+      py::arg("max_entries"),
+      py::arg("clear"));
+  m.def("_memory_history_enabled", []() { return torch_neuronx::memory_history_enabled(); });
+  // The raw material of a memory snapshot (torch_neuronx/device/snapshot.py builds PyTorch's
+  // format from it): (live blocks, trace events). A block is (device, address, requested
+  // bytes, reserved bytes, frames); an event is (device, action, address, size, requested,
+  // time_us, frames). Frames are PyTorch's symbolized Python frames (filename, line, name).
+  m.def("_memory_snapshot_raw", []() {
+    torch_neuronx::adaptive::flush_pending();
+    const std::vector<torch_neuronx::LiveBlock> blocks = torch_neuronx::live_blocks();
+    const std::vector<torch_neuronx::MemoryTraceEntry> trace = torch_neuronx::memory_trace();
+    std::vector<std::shared_ptr<c10::GatheredContext>> keep;
+    std::vector<torch::CapturedTraceback*> to_symbolize;
+    auto add = [&](const std::shared_ptr<c10::GatheredContext>& ctx) -> int64_t {
+      if (!ctx) {
+        return -1;
+      }
+      keep.push_back(ctx);
+      to_symbolize.push_back(static_cast<torch::CapturedTraceback*>(ctx.get()));
+      return static_cast<int64_t>(to_symbolize.size()) - 1;
+    };
+    std::vector<int64_t> block_frames;
+    for (const auto& b : blocks) {
+      block_frames.push_back(add(torch_neuronx::allocation_context(b.address)));
+    }
+    std::vector<int64_t> event_frames;
+    for (const auto& e : trace) {
+      event_frames.push_back(add(e.context));
+    }
+    std::vector<py::object> symbolized = torch::py_symbolize(to_symbolize);
+    auto frames = [&](int64_t i) -> py::object {
+      return i < 0 ? py::object(py::list()) : symbolized[static_cast<size_t>(i)];
+    };
+    static const char* kActions[] = {
+        "segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"};
+    py::list py_blocks;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const auto& b = blocks[i];
+      py_blocks.append(py::make_tuple(
+          static_cast<int>(b.device), b.address, b.nbytes, b.reserved, frames(block_frames[i])));
+    }
+    py::list py_events;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      const auto& e = trace[i];
+      py_events.append(py::make_tuple(
+          static_cast<int>(e.device), kActions[static_cast<int>(e.action)], e.address, e.size,
+          e.requested, e.time_us, frames(event_frames[i])));
+    }
+    return py::make_tuple(py_blocks, py_events);
   });
   m.def("_host_memory_stats", []() {
     const at::HostStats s = torch_neuronx::pinned_host_stats();

@@ -1,6 +1,7 @@
 """AWS's documented public API of TorchNeuron on the software NeuronCore: ``torch_neuronx``'s
 top-level device and ``memory_*`` functions (AWS's ``memory_stats`` layout), ``torch.neuron``'s
-compilation-metrics and stream functions."""
+compilation-metrics and stream functions, and the small / large pool statistics."""
+import pytest
 import torch
 
 import torch_neuronx
@@ -57,6 +58,23 @@ def test_memory_stats_in_aws_layout_counts_each_allocation_and_free():
     assert "neuron:0" in summary and len(summary) < len(torch_neuronx.memory_summary())
 
 
+def test_pool_statistics_split_at_one_mebibyte():
+    torch.neuron.reset_accumulated_memory_stats()
+    small = torch.empty(1000, dtype=torch.uint8, device="neuron")  # < 1 MiB: small pool
+    large = torch.empty(1 << 20, dtype=torch.uint8, device="neuron")  # 1 MiB: large pool
+    stats = torch.neuron.memory_stats()
+    assert stats["allocated_bytes.small_pool.allocated"] == 1000
+    assert stats["allocated_bytes.large_pool.allocated"] == 1 << 20
+    assert stats["reserved_bytes.small_pool.allocated"] == 1024
+    assert stats["segment.large_pool.allocated"] == 1 and stats["segment.small_pool.allocated"] == 1
+    for key in ("allocated_bytes", "reserved_bytes", "segment", "allocation"):
+        assert stats[f"{key}.all.current"] == stats[f"{key}.small_pool.current"] + stats[f"{key}.large_pool.current"]
+    del small, large
+    stats = torch.neuron.memory_stats()
+    assert stats["allocated_bytes.small_pool.freed"] == 1000
+    assert stats["allocated_bytes.large_pool.freed"] == 1 << 20
+
+
 def test_compilation_metrics_functions_on_torch_neuron():
     torch.neuron.reset_dynamo_metrics()
     assert torch.neuron.get_dynamo_metrics() == torch_neuronx.get_dynamo_metrics()
@@ -73,3 +91,10 @@ def test_current_stream_functions_on_torch_neuron():
     torch.neuron.wait_event(e)
     assert torch.neuron.query() is True
     assert x.sum().item() == 8.0
+
+
+def test_snapshot_arguments_are_checked():
+    with pytest.raises(ValueError, match="enabled"):
+        torch.neuron.memory._record_memory_history(enabled="everything")
+    with pytest.raises(ValueError, match="max_entries"):
+        torch_neuronx.memory_snapshot_start(max_entries=-1)

@@ -150,7 +150,7 @@ from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops 
 from .device.streams import Stream, stream, synchronize  # noqa: E402
 # AWS's torch_neuronx also carries the device functions and the memory_* API at its top level
 # (torch_neuronx.device_count(), torch_neuronx.memory_stats(), ...): torch.neuron's objects, and
-# torch_neuronx.memory's AWS-shaped memory_stats.
+# torch_neuronx.memory's AWS-shaped memory_stats and snapshot calls.
 from .device import (  # noqa: E402
     Event,
     StreamContext,
@@ -170,6 +170,9 @@ from .memory import (  # noqa: E402
     max_memory_reserved,
     memory_allocated,
     memory_reserved,
+    memory_snapshot,
+    memory_snapshot_start,
+    memory_snapshot_stop,
     memory_stats,
     memory_summary,
     reset_accumulated_memory_stats,
@@ -185,7 +188,7 @@ __all__ = [
     "get_device_properties", "is_neuron_runtime_initialized", "set_device", "set_stream",
     # the memory_* API (torch_neuronx.memory)
     "empty_cache", "max_memory_allocated", "max_memory_reserved", "memory", "memory_allocated",
-    "memory_reserved", "memory_stats",
+    "memory_reserved", "memory_snapshot", "memory_snapshot_start", "memory_snapshot_stop", "memory_stats",
     "memory_summary", "reset_accumulated_memory_stats", "reset_peak_memory_stats",
     "NeuronProfiler", "Stream", "__version__", "clear_op_tracking", "get_adaptive_eager_metrics",
     "reset_adaptive_eager_metrics", "get_executed_ops", "get_fallback_ops", "max_memory", "nki_op", "stream",

@@ -1,5 +1,6 @@
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Log.h"
+#include "runtime/MemoryHistory.h"
 
 #include "runtime/Runtime.h"
 #include "runtime/SharedArena.h"
@@ -8,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <iomanip>
@@ -24,6 +26,15 @@ using c10::CachingDeviceAllocator::DeviceStats;
 using c10::CachingAllocator::StatType;
 
 constexpr size_t kAgg = static_cast<size_t>(StatType::AGGREGATE);
+// The pool statistics (memory_stats' small_pool / large_pool): Trainium's
+// caching segment allocator serves requests below 1 MB from its small pool and
+// the others from its large pool (AWS Neuron documentation, "Guidelines for
+// memory management"; the same split as CUDA's). The software NeuronCore gives
+// every block its own memory, so the split only classifies what is counted.
+constexpr size_t kSmallPoolLimit = size_t(1) << 20;
+inline size_t pool_of(size_t nbytes) {
+  return static_cast<size_t>(nbytes < kSmallPoolLimit ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+}
 // Granularity in which memory is reserved: the host allocation alignment
 // (c10::alloc_cpu aligns to 64 bytes).
 constexpr size_t kGranularity = 64;
@@ -147,6 +158,14 @@ void free_accounted(void* ptr) {
   HostChunk chunk;
   std::vector<HostChunk> flushed;
   ProfilerReport report;
+  // The memory history (MemoryHistory.h): the stack is gathered before the lock
+  // (it may take the GIL), the free recorded after it.
+  const bool history = memory_history_touched();
+  std::shared_ptr<c10::GatheredContext> context;
+  if (C10_UNLIKELY(history && memory_history_enabled())) {
+    context = gather_memory_context();
+  }
+  LiveBlock freed{reinterpret_cast<uintptr_t>(ptr), 0, 0, 0};
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -154,15 +173,18 @@ void free_accounted(void* ptr) {
     TORCH_INTERNAL_ASSERT(
         it != s.blocks.end() && !it->second.kept, "neuron: freeing unknown pointer");
     const Block& block = it->second;
+    freed = {freed.address, block.nbytes, block.reserved, block.device};
     DeviceStats& st = s.stats[block.device];
     report.take(st, -static_cast<int64_t>(block.nbytes), block.device);
-    st.allocated_bytes[kAgg].decrease(block.nbytes);
-    st.requested_bytes[kAgg].decrease(block.nbytes);
-    st.active_bytes[kAgg].decrease(block.nbytes);
-    st.reserved_bytes[kAgg].decrease(block.reserved);
-    st.allocation[kAgg].decrease(1);
-    st.active[kAgg].decrease(1);
-    st.segment[kAgg].decrease(1);
+    for (const size_t i : {kAgg, pool_of(block.nbytes)}) {
+      st.allocated_bytes[i].decrease(block.nbytes);
+      st.requested_bytes[i].decrease(block.nbytes);
+      st.active_bytes[i].decrease(block.nbytes);
+      st.reserved_bytes[i].decrease(block.reserved);
+      st.allocation[i].decrease(1);
+      st.active[i].decrease(1);
+      st.segment[i].decrease(1);
+    }
     st.num_device_free += 1;
     s.reserved_now[block.device].store(
         st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
@@ -188,6 +210,9 @@ void free_accounted(void* ptr) {
     shared_free(chunk);
   }
   report.send(ptr);
+  if (C10_UNLIKELY(history)) {
+    record_free(freed.address, freed.reserved, freed.nbytes, freed.device, std::move(context));
+  }
 }
 
 template <typename Fn>
@@ -369,13 +394,15 @@ void check_capacity_locked(State& s, size_t nbytes, size_t reserved, c10::Device
 // Records a live block accounted to its core (state mutex held).
 void account_block_locked(State& s, const Block& block) {
   DeviceStats& st = s.stats[block.device];
-  st.allocated_bytes[kAgg].increase(block.nbytes);
-  st.requested_bytes[kAgg].increase(block.nbytes);
-  st.active_bytes[kAgg].increase(block.nbytes);
-  st.reserved_bytes[kAgg].increase(block.reserved);
-  st.allocation[kAgg].increase(1);
-  st.active[kAgg].increase(1);
-  st.segment[kAgg].increase(1);
+  for (const size_t i : {kAgg, pool_of(block.nbytes)}) {
+    st.allocated_bytes[i].increase(block.nbytes);
+    st.requested_bytes[i].increase(block.nbytes);
+    st.active_bytes[i].increase(block.nbytes);
+    st.reserved_bytes[i].increase(block.reserved);
+    st.allocation[i].increase(1);
+    st.active[i].increase(1);
+    st.segment[i].increase(1);
+  }
   st.num_device_alloc += 1;
   s.reserved_now[block.device].store(st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
 }
@@ -495,8 +522,21 @@ c10::DataPtr allocate_accounted(
     size_t nbytes,
     c10::DeviceIndex device,
     c10::Device ptr_device) {
+  // The memory history (MemoryHistory.h): the stack is gathered before the
+  // allocator's lock (it may take the GIL), the allocation recorded after it.
+  const bool history = memory_history_touched() && nbytes > 0;
+  std::shared_ptr<c10::GatheredContext> context;
+  if (C10_UNLIKELY(history && memory_history_enabled())) {
+    context = gather_memory_context();
+  }
   try {
-    return allocate_accounted_unlogged(nbytes, device, ptr_device);
+    c10::DataPtr data = allocate_accounted_unlogged(nbytes, device, ptr_device);
+    if (C10_UNLIKELY(history)) {
+      record_allocation(
+          reinterpret_cast<uintptr_t>(data.get()), reserved_bytes(nbytes), nbytes, device,
+          std::move(context));
+    }
+    return data;
   } catch (const c10::OutOfMemoryError& err) {
     log_out_of_memory(err);
     throw;
@@ -651,6 +691,24 @@ MemoryCounters memory_counters(c10::DeviceIndex device) {
   c.num_ooms = st.num_ooms;
   c.capacity = hbm_capacity(device);
   return c;
+}
+
+std::vector<LiveBlock> live_blocks() {
+  std::vector<LiveBlock> out;
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    out.reserve(s.blocks.size());
+    for (const auto& [ptr, block] : s.blocks) {
+      if (!block.kept) {
+        out.push_back({reinterpret_cast<uintptr_t>(ptr), block.nbytes, block.reserved, block.device});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const LiveBlock& a, const LiveBlock& b) {
+    return a.address < b.address;
+  });
+  return out;
 }
 
 // Registration: the PrivateUse1 allocator and the routing CPU allocator.

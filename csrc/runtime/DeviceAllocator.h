@@ -10,6 +10,9 @@
 #include <c10/core/Device.h>
 #include <c10/core/Storage.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace torch_neuronx {
 
 // The PrivateUse1 allocator (registered with REGISTER_ALLOCATOR). allocate()
@@ -84,5 +87,16 @@ struct MemoryCounters {
   int64_t capacity = 0;
 };
 MemoryCounters memory_counters(c10::DeviceIndex device);
+
+// A live block of device memory: its address, the bytes asked for and the
+// bytes it takes on its core (rounded up to the 64-byte granule).
+struct LiveBlock {
+  uintptr_t address;
+  size_t nbytes;
+  size_t reserved;
+  c10::DeviceIndex device;
+};
+// Every live block of every core, by address (the memory snapshot's segments).
+std::vector<LiveBlock> live_blocks();
 
 } // namespace torch_neuronx

@@ -14,6 +14,13 @@ import torch
 
 from .. import _C
 from .._device_index import DeviceLike, device_index
+from .snapshot import dump_snapshot, memory_snapshot, record_memory_history, snapshot  # noqa: F401
+
+# torch.neuron.memory._record_memory_history / _snapshot / _dump_snapshot / memory_snapshot, as
+# torch.cuda.memory names them (snapshot.py).
+_record_memory_history = record_memory_history
+_snapshot = snapshot
+_dump_snapshot = dump_snapshot
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
