@@ -53,3 +53,50 @@ def test_pad_batch_to_bucket_dict():
     assert pad_batch_to_bucket(torch.ones(4, 2)).shape == (4, 2)
     with pytest.raises(ValueError):
         pad_batch_to_bucket({"a": torch.ones(2, 1), "b": torch.ones(3, 1)})
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+def test_fill_values_a_dtype_cannot_hold_are_refused(device):
+    # torch.full stores -100 as 156 in uint8 and as True in bool, and 0.5 as 0 in int64:
+    # filler labels would silently become real labels.
+    with pytest.raises(ValueError, match=r"-100 does not fit a torch.uint8 tensor.*values=\{'labels'"):
+        pad_batch_to_bucket({"labels": torch.ones(3, dtype=torch.uint8, device=device)})
+    with pytest.raises(ValueError, match=r"-100 does not fit a torch.bool tensor"):
+        pad_batch_to_bucket({"labels": torch.ones(3, dtype=torch.bool, device=device)})
+    with pytest.raises(ValueError, match=r"0.5 does not fit a torch.int64 tensor"):
+        pad_to_multiple(torch.ones(3, dtype=torch.long, device=device), 4, value=0.5)
+    with pytest.raises(ValueError, match=r"does not fit a torch.int8 tensor"):
+        pad_to_multiple(torch.ones(3, dtype=torch.int8, device=device), 4, value=200)
+    # values a dtype holds still pad as before
+    out = pad_batch_to_bucket({"labels": torch.ones(3, dtype=torch.uint8, device=device)}, values={"labels": 255})
+    assert out["labels"].cpu().tolist() == [1, 1, 1, 255]
+    assert pad_to_multiple(torch.ones(3, dtype=torch.uint32, device=device), 4, value=2**32 - 1).cpu().tolist() \
+        == [1, 1, 1, 2**32 - 1]
+    assert pad_to_multiple(torch.ones(3, dtype=torch.bfloat16, device=device), 4, value=-100).cpu().tolist() \
+        == [1.0, 1.0, 1.0, -100.0]
+    assert pad_to_multiple(torch.zeros(3, dtype=torch.bool, device=device), 4, value=1).cpu().tolist() \
+        == [False, False, False, True]
+
+
+def test_bucket_size_refuses_non_integer_sizes_and_buckets():
+    with pytest.raises(TypeError, match="n must be an integer, got 3.5"):
+        bucket_size(3.5)
+    with pytest.raises(TypeError, match="a bucket must be an integer, got 4.5"):
+        bucket_size(3, [2, 4.5])
+    with pytest.raises(ValueError, match=r"buckets must be ≥ 1, got \[0, -4\]"):
+        bucket_size(3, [0, -4, 8])
+    assert bucket_size(torch.tensor(5)) == 8  # a 0-dim integer tensor (batch.size(0) under tracing)
+    assert bucket_size(5, [torch.tensor(6), 16]) == 6
+
+
+def test_pad_batch_to_bucket_keeps_the_mapping_type_and_names_flat_entries():
+    transformers = pytest.importorskip("transformers")
+    enc = transformers.BatchEncoding({"input_ids": torch.ones(3, 2, dtype=torch.long),
+                                      "attention_mask": torch.ones(3, 2, dtype=torch.long)})
+    out = pad_batch_to_bucket(enc)
+    assert type(out) is transformers.BatchEncoding
+    assert out["input_ids"].shape == (4, 2) and out["attention_mask"][3].tolist() == [0, 0]
+    assert enc["input_ids"].shape == (3, 2)  # the input is not modified
+    assert out.to("neuron")["input_ids"].device.type == "neuron"
+    with pytest.raises(ValueError, match=r"\['num_items'\] have no dimension 0 to pad"):
+        pad_batch_to_bucket({"input_ids": torch.ones(3, 2), "num_items": torch.tensor(5)})

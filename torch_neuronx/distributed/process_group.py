@@ -353,14 +353,23 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     # --------------------------------------------------------------- reductions
     def allreduce(  # type: ignore[override]
-        self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions | None = None
+        self, tensors: list[torch.Tensor] | torch.Tensor,
+        opts: dist.AllreduceOptions | dist.ReduceOp | None = None,
     ) -> NeuronWork:
         """All-reduce each tensor in place (any shape, any dtype gloo reduces).
+
+        Also takes the C++ group's other Python forms, ``allreduce(tensor)`` and
+        ``allreduce(tensor_or_list, op)`` (DDP's unused-parameter sync under ``Join`` calls the first).
 
         Raises:
             RuntimeError: for ``PREMUL_SUM``, naming the fix.
             TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64).
         """
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        if isinstance(opts, (dist.ReduceOp, dist.ReduceOp.RedOpType)):
+            op, opts = opts, dist.AllreduceOptions()
+            opts.reduceOp = op
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.AllreduceOptions, reduces=True)
 
@@ -372,9 +381,20 @@ class NeuronProcessGroup(dist.ProcessGroup):
                                 read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions, reduces=True)
 
     def reduce(  # type: ignore[override]
-        self, tensors: list[torch.Tensor], opts: dist.ReduceOptions | None = None
+        self, tensors: list[torch.Tensor] | torch.Tensor, opts: dist.ReduceOptions | int | None = None,
+        op: dist.ReduceOp | None = None,
     ) -> NeuronWork:
-        """Reduce into ``tensors[0]`` of rank ``opts.rootRank`` (others' tensors are scratch)."""
+        """Reduce into ``tensors[0]`` of rank ``opts.rootRank`` (others' tensors are scratch).
+
+        Also takes the C++ group's Python form ``reduce(tensor, root, op=ReduceOp.SUM)``.
+        """
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        if isinstance(opts, int):
+            root, opts = opts, dist.ReduceOptions()
+            opts.rootRank = root
+            if op is not None:
+                opts.reduceOp = op
         return self._collective("reduce", self._gloo.reduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.ReduceOptions, reduces=True)
 
@@ -598,9 +618,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
                                 opts_type=dist.ScatterOptions)
 
     def broadcast(  # type: ignore[override]
-        self, tensors: list[torch.Tensor], opts: dist.BroadcastOptions | None = None
+        self, tensors: list[torch.Tensor] | torch.Tensor, opts: dist.BroadcastOptions | int | None = None
     ) -> NeuronWork:
-        """``broadcast``: every rank's ``tensors[0]`` ← root's (``opts.rootRank``)."""
+        """``broadcast``: every rank's ``tensors[0]`` ← root's (``opts.rootRank``).
+
+        Also takes the C++ group's Python form ``broadcast(tensor, root)``.
+        """
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        if isinstance(opts, int):
+            root, opts = opts, dist.BroadcastOptions()
+            opts.rootRank = root
         return self._collective("broadcast", self._gloo.broadcast, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.BroadcastOptions)
 
