@@ -254,6 +254,28 @@ def test_sparse_tensors_are_refused_clearly():
         torch.randn(3, 3).to_sparse().to("neuron")
 
 
+@pytest.mark.parametrize("module", [torch.nn.Embedding, torch.nn.EmbeddingBag])
+def test_sparse_embedding_gradients_name_the_fix(module):
+    """A sparse gradient is the one sparse tensor an ordinary model makes by itself: both embedding
+    modules fail in backward with the same exception type, naming ``sparse=False``; with it the
+    gradient equals the CPU's."""
+    idx = torch.tensor([[0, 2, 1, 2]])
+    weight = torch.randn(5, 3)
+    emb = module(5, 3, sparse=True).to("neuron")
+    with torch.no_grad():
+        emb.weight.copy_(weight)
+    with pytest.raises(NotImplementedError, match="sparse=False"):
+        emb(idx.to("neuron")).sum().backward()
+    dense_cpu = module(5, 3, sparse=False)
+    dense = module(5, 3, sparse=False).to("neuron")
+    with torch.no_grad():
+        dense_cpu.weight.copy_(weight)
+        dense.weight.copy_(weight)
+    dense_cpu(idx).pow(2).sum().backward()
+    dense(idx.to("neuron")).pow(2).sum().backward()
+    torch.testing.assert_close(dense.weight.grad.cpu(), dense_cpu.weight.grad)
+
+
 def test_nested_tensors_are_refused_when_built_on_neuron():
     """Of neuron tensors: refused when built. Of CPU tensors with device="neuron" (PyTorch's
     composite builds that one under the CPU key): refused at its first op, ``.cpu()`` included."""

@@ -383,11 +383,12 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_result, c10::DeviceIndex devic
       "neuron: a CPU kernel run for a neuron op returned a tensor on ", cpu_result.device(),
       ", which cannot become neuron memory. Run this op on CPU tensors (.cpu()) and move the "
       "result with .to('neuron').");
-  TORCH_CHECK(
+  TORCH_CHECK_NOT_IMPLEMENTED(
       cpu_result.layout() == c10::kStrided,
       "neuron supports only dense (strided) tensors, but this op produced a ", cpu_result.layout(),
       " tensor. NeuronCores have no sparse tensor support: keep sparse tensors on the CPU "
-      "(or call .to_dense() before moving to neuron).");
+      "(or call .to_dense() before moving to neuron). A sparse gradient (nn.Embedding / "
+      "nn.EmbeddingBag with sparse=True) is one: construct them with sparse=False on neuron.");
   TORCH_CHECK_NOT_IMPLEMENTED(
       !cpu_result.is_nested(),
       "neuron supports only dense (strided) tensors, but this op produced a nested tensor. "

@@ -643,7 +643,8 @@ void unsupported_layout(
       n.overload_name.empty() ? "" : ".", n.overload_name, " was called with a ", kind,
       " tensor on neuron. NeuronCores have no sparse, nested or quantized tensor support: keep "
       "such tensors on the CPU, or convert them (.to_dense(), .to_padded_tensor(), .dequantize()) "
-      "before moving to neuron.");
+      "before moving to neuron. A sparse gradient (nn.Embedding / nn.EmbeddingBag with "
+      "sparse=True) is one: construct them with sparse=False on neuron.");
 }
 
 // Registers the boxed fallback as the PrivateUse1 kernel of the ops that
