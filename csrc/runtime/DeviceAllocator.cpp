@@ -35,6 +35,24 @@ constexpr size_t kSmallPoolLimit = size_t(1) << 20;
 inline size_t pool_of(size_t nbytes) {
   return static_cast<size_t>(nbytes < kSmallPoolLimit ? StatType::SMALL_POOL : StatType::LARGE_POOL);
 }
+
+// Adds a block to (made) or removes it from its core's counters, in the aggregate and in its
+// pool; every device block is its own segment, allocation and active block.
+template <typename Stats, typename BlockT>
+void count_block(Stats& st, const BlockT& block, bool made) {
+  const auto apply = [made](auto& stat, size_t amount) {
+    made ? stat.increase(amount) : stat.decrease(amount);
+  };
+  for (const size_t i : {kAgg, pool_of(block.nbytes)}) {
+    apply(st.allocated_bytes[i], block.nbytes);
+    apply(st.requested_bytes[i], block.nbytes);
+    apply(st.active_bytes[i], block.nbytes);
+    apply(st.reserved_bytes[i], block.reserved);
+    apply(st.allocation[i], 1);
+    apply(st.active[i], 1);
+    apply(st.segment[i], 1);
+  }
+}
 // Granularity in which memory is reserved: the host allocation alignment
 // (c10::alloc_cpu aligns to 64 bytes).
 constexpr size_t kGranularity = 64;
@@ -176,15 +194,7 @@ void free_accounted(void* ptr) {
     freed = {freed.address, block.nbytes, block.reserved, block.device};
     DeviceStats& st = s.stats[block.device];
     report.take(st, -static_cast<int64_t>(block.nbytes), block.device);
-    for (const size_t i : {kAgg, pool_of(block.nbytes)}) {
-      st.allocated_bytes[i].decrease(block.nbytes);
-      st.requested_bytes[i].decrease(block.nbytes);
-      st.active_bytes[i].decrease(block.nbytes);
-      st.reserved_bytes[i].decrease(block.reserved);
-      st.allocation[i].decrease(1);
-      st.active[i].decrease(1);
-      st.segment[i].decrease(1);
-    }
+    count_block(st, block, /*made=*/false);
     st.num_device_free += 1;
     s.reserved_now[block.device].store(
         st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
@@ -394,15 +404,7 @@ void check_capacity_locked(State& s, size_t nbytes, size_t reserved, c10::Device
 // Records a live block accounted to its core (state mutex held).
 void account_block_locked(State& s, const Block& block) {
   DeviceStats& st = s.stats[block.device];
-  for (const size_t i : {kAgg, pool_of(block.nbytes)}) {
-    st.allocated_bytes[i].increase(block.nbytes);
-    st.requested_bytes[i].increase(block.nbytes);
-    st.active_bytes[i].increase(block.nbytes);
-    st.reserved_bytes[i].increase(block.reserved);
-    st.allocation[i].increase(1);
-    st.active[i].increase(1);
-    st.segment[i].increase(1);
-  }
+  count_block(st, block, /*made=*/true);
   st.num_device_alloc += 1;
   s.reserved_now[block.device].store(st.reserved_bytes[kAgg].current, std::memory_order_relaxed);
 }

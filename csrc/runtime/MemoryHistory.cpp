@@ -76,42 +76,52 @@ std::shared_ptr<c10::GatheredContext> gather_memory_context() {
   return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/false, /*cpp=*/false);
 }
 
-void record_allocation(
-    uintptr_t address, size_t size, size_t requested, c10::DeviceIndex device,
+namespace {
+
+// The one recorder of both block events: the stack of a block made while the history is on is
+// kept for snapshots (any other stack at its address is stale and dropped), and, while the
+// history is on, the block's events are appended: SegmentAlloc + Alloc when it is made,
+// FreeRequested + FreeCompleted + SegmentFree when it is freed (execution is synchronous, so a
+// free completes when requested).
+void record_block(
+    bool made, uintptr_t address, size_t size, size_t requested, c10::DeviceIndex device,
     std::shared_ptr<c10::GatheredContext> context) {
   History& h = history();
   const int64_t t = now_us();
   std::lock_guard<std::mutex> lock(h.mutex);
-  if (!memory_history_enabled()) {
-    h.contexts.erase(address); // a stale stack of an earlier block at this address
-    update_kept_locked(h);
-    return;
-  }
-  push_locked(h, {MemoryAction::SegmentAlloc, address, size, requested, device, t, context});
-  push_locked(h, {MemoryAction::Alloc, address, size, requested, device, t, context});
-  if (context) {
-    h.contexts[address] = std::move(context);
+  const bool enabled = memory_history_enabled();
+  if (made && enabled && context) {
+    h.contexts[address] = context;
   } else {
     h.contexts.erase(address);
   }
   update_kept_locked(h);
+  if (!enabled) {
+    return;
+  }
+  static constexpr MemoryAction kMade[] = {MemoryAction::SegmentAlloc, MemoryAction::Alloc};
+  static constexpr MemoryAction kFreed[] = {
+      MemoryAction::FreeRequested, MemoryAction::FreeCompleted, MemoryAction::SegmentFree};
+  const auto push = [&](const auto& actions) {
+    for (const MemoryAction action : actions) {
+      push_locked(h, {action, address, size, requested, device, t, context});
+    }
+  };
+  made ? push(kMade) : push(kFreed);
+}
+
+} // namespace
+
+void record_allocation(
+    uintptr_t address, size_t size, size_t requested, c10::DeviceIndex device,
+    std::shared_ptr<c10::GatheredContext> context) {
+  record_block(true, address, size, requested, device, std::move(context));
 }
 
 void record_free(
     uintptr_t address, size_t size, size_t requested, c10::DeviceIndex device,
     std::shared_ptr<c10::GatheredContext> context) {
-  History& h = history();
-  const int64_t t = now_us();
-  std::lock_guard<std::mutex> lock(h.mutex);
-  h.contexts.erase(address);
-  update_kept_locked(h);
-  if (!memory_history_enabled()) {
-    return;
-  }
-  for (MemoryAction action :
-       {MemoryAction::FreeRequested, MemoryAction::FreeCompleted, MemoryAction::SegmentFree}) {
-    push_locked(h, {action, address, size, requested, device, t, context});
-  }
+  record_block(false, address, size, requested, device, std::move(context));
 }
 
 std::vector<MemoryTraceEntry> memory_trace() {
