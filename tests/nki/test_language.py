@@ -106,6 +106,9 @@ def test_simulate_kernel_simulate_and_modes():
     np.testing.assert_array_equal(nki.baremetal(plain)(A), A * 2)
     with pytest.raises(NotImplementedError, match="simulator"):
         nki.jit(plain, mode="torchxla")(A)
+    for bad in ("bogus", "Simulation", None):
+        with pytest.raises(ValueError, match="unknown mode.*'simulation'"):
+            nki.jit(mode=bad)(plain)
 
 
 def test_sub_kernel_is_inlined_and_device_print(capsys):

@@ -38,6 +38,8 @@ __all__ = ["Kernel", "jit", "jit_current", "simulate_kernel", "simulate", "barem
            "register_framework_adapter", "COMPILER_OPTIONS", "check_options"]
 
 _SIM_MODES = ("auto", "simulation", "baremetal", "trace", "benchmark", "profile")
+# Modes of AWS's ``nki.jit`` that hand the kernel to a framework's device path, not to a simulator.
+_FRAMEWORK_MODES = ("torchxla", "jax")
 
 COMPILER_OPTIONS = frozenset({
     "platform_target", "additional_compile_opt", "artifacts_dir", "save_neff_name", "save_trace_name",
@@ -91,6 +93,9 @@ class Kernel:
         if isinstance(fn, Kernel):
             frontend = fn.frontend if frontend is None else frontend
             fn = fn.fn
+        if mode not in _SIM_MODES + _FRAMEWORK_MODES:
+            raise ValueError(f"nki.jit(mode={mode!r}): unknown mode; use one of "
+                             f"{', '.join(map(repr, _SIM_MODES + _FRAMEWORK_MODES))} (\"auto\" picks the simulator)")
         self.fn = fn
         self.mode = mode
         self.platform = platform
@@ -173,6 +178,9 @@ def jit(func: Callable | None = None, mode: str = "auto", **kwargs: Any) -> Any:
 
     Raises:
         TypeError: an option AWS's ``jit`` does not take.
+        ValueError: a ``mode`` that is not one of AWS's ("auto", "simulation", "baremetal", "trace",
+            "benchmark", "profile", "torchxla", "jax").
+        NotImplementedError: when called, a kernel of mode "torchxla" or "jax" (a framework's device path).
     """
     check_options("nki.jit", kwargs)
     plat = kwargs.get("platform_target")
