@@ -117,3 +117,25 @@ def test_default_device_dataloader_shuffle_names_the_generator_fix():
         torch.set_default_device(None)
     assert [len(b) for b in batches] == [4, 4, 2]
     assert sorted(sum(batches, [])) == list(range(10))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int8])
+def test_a_state_of_another_dtype_is_refused_not_converted(dtype):
+    # Converting the values (300.0 -> 44) would set a state nobody saved; torch.set_rng_state and
+    # Generator.set_state refuse a non-uint8 state too.
+    torch.neuron.manual_seed(5)
+    before = torch.neuron.get_rng_state()
+    with pytest.raises(TypeError, match="torch.uint8"):
+        torch.neuron.set_rng_state(torch.full((16,), 44, dtype=dtype))
+    with pytest.raises(TypeError, match="torch.uint8"):
+        torch.neuron.set_rng_state_all([state.float() for state in torch.neuron.get_rng_state_all()])
+    assert torch.equal(torch.neuron.get_rng_state(), before)
+
+
+def test_a_state_on_the_device_is_restored():
+    # A checkpoint loaded with map_location="neuron" holds the uint8 state on the device.
+    torch.neuron.manual_seed(9)
+    state = torch.neuron.get_rng_state().to("neuron:1")
+    x = torch.rand(6, device="neuron")
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(x.cpu(), torch.rand(6, device="neuron").cpu())

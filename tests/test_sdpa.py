@@ -107,3 +107,25 @@ def test_fused_sdp_choice_op_reports_the_choice_sdpa_makes():
     assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == SDPBackend.MATH.value
     assert torch._fused_sdp_choice(q, q, q, mask.requires_grad_()) == SDPBackend.MATH.value
     assert torch._fused_sdp_choice(q.cpu(), q.cpu(), q.cpu()) == SDPBackend.FLASH_ATTENTION.value
+
+
+def test_sdpa_kernel_overrideable_selects_the_fused_kernel():
+    # SDPBackend.OVERRIDEABLE is PyTorch's name for a PrivateUse1 device's fused kernel, the one
+    # neuron runs: restricting SDPA to it must run that kernel (the CPU's flash result), not fail
+    # with "No viable backend" because the CPU flash flag is off.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 16, 32) for _ in range(3))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    qn, kn, vn = (t.to("neuron") for t in (q, k, v))
+    with sdpa_kernel(SDPBackend.OVERRIDEABLE):
+        assert torch._fused_sdp_choice(qn, kn, vn, is_causal=True) == SDPBackend.OVERRIDEABLE.value
+        torch_neuronx.clear_op_tracking()
+        out = F.scaled_dot_product_attention(qn, kn, vn, is_causal=True)
+        assert torch_neuronx.get_executed_ops().get("aten::_scaled_dot_product_fused_attention_overrideable") == 1
+    assert torch.equal(out.cpu(), ref)
+    with sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH]):
+        assert torch._fused_sdp_choice(qn, kn, vn, is_causal=True) == SDPBackend.OVERRIDEABLE.value
+    with sdpa_kernel(SDPBackend.MATH):
+        assert torch._fused_sdp_choice(qn, kn, vn, is_causal=True) == SDPBackend.MATH.value

@@ -16,6 +16,7 @@ from .. import _C, _state
 from . import _utils  # noqa: F401  (torch.neuron._utils, read by torch.load)
 from .._device_index import DeviceLike, device_index
 from ..runtime.platforms import PLATFORMS
+from .cuda_only import missing_attribute_message
 from .legacy_storage import LEGACY_STORAGE_CLASSES
 from .memory import (
     empty_cache,
@@ -204,10 +205,7 @@ def __getattr__(name: str):
     factory = _LAZY_ATTRIBUTES.get(name)
     if factory is not None:
         return factory()
-    raise AttributeError(
-        f"module 'torch.neuron' has no attribute '{name}' (torch-neuronx's software NeuronCore "
-        f"implements the CUDA-shaped functions listed in its README)"
-    )
+    raise AttributeError(missing_attribute_message(name))
 
 
 # torch.neuron.FloatStorage, ...: PyTorch's typed storages look them up here (legacy_storage.py).

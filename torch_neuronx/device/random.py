@@ -68,13 +68,22 @@ def get_rng_state(device: DeviceLike = "neuron") -> torch.Tensor:
 def set_rng_state(new_state: torch.Tensor, device: DeviceLike = "neuron") -> None:
     """Restores a state returned by :func:`get_rng_state`.
 
+    ``new_state`` may be on any device (a checkpoint loaded with ``map_location="neuron"`` holds it
+    on the device); it is read from the CPU.
+
     Raises:
+        TypeError: if ``new_state`` is not a uint8 tensor (as ``torch.set_rng_state`` refuses one):
+            converting its values would set a state nobody saved.
         RuntimeError: if ``new_state`` is not 16 uint8 values, or has no data (a FakeTensor).
     """
-    if new_state.device.type != "cpu" or new_state.dtype != torch.uint8:
-        # Converting dispatches an op: under FakeTensorMode (activation checkpointing in a
+    if new_state.dtype != torch.uint8:
+        raise TypeError(
+            f"RNG state must be a torch.uint8 (ByteTensor) tensor, got {new_state.dtype}: pass the value "
+            f"torch.neuron.get_rng_state() returned, unconverted (16 bytes: uint64 seed, uint64 offset)")
+    if new_state.device.type != "cpu":
+        # Moving dispatches an op: under FakeTensorMode (activation checkpointing in a
         # shape-only run) the result would be a FakeTensor without data.
-        new_state = new_state.detach().to("cpu", torch.uint8)
+        new_state = new_state.detach().to("cpu")
     _generator(device).set_state(new_state)
 
 
