@@ -2,6 +2,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend
 
 import torch_neuronx
 
@@ -129,3 +130,21 @@ def test_sdpa_kernel_overrideable_selects_the_fused_kernel():
         assert torch._fused_sdp_choice(qn, kn, vn, is_causal=True) == SDPBackend.OVERRIDEABLE.value
     with sdpa_kernel(SDPBackend.MATH):
         assert torch._fused_sdp_choice(qn, kn, vn, is_causal=True) == SDPBackend.MATH.value
+
+
+@pytest.mark.parametrize("backends, kwargs", [
+    ([SDPBackend.FLASH_ATTENTION], {"dropout_p": 0.5}),        # the fused kernel has no dropout
+    ([SDPBackend.OVERRIDEABLE], {"dropout_p": 0.5}),
+    ([SDPBackend.EFFICIENT_ATTENTION], {}),                     # neither the fused kernel nor math allowed
+])
+def test_sdpa_without_a_viable_backend_raises_as_on_cpu(backends, kwargs):
+    # The CPU raises here; neuron used to run the math path anyway (dropout with FLASH_ATTENTION only),
+    # i.e. ignored the user's restriction.
+    from torch.nn.attention import sdpa_kernel
+
+    q = torch.randn(1, 2, 8, 16)
+    with sdpa_kernel(backends):
+        with pytest.raises(RuntimeError):
+            F.scaled_dot_product_attention(q, q, q, **kwargs)
+        with pytest.raises(RuntimeError, match="No viable backend.*neuron.*SDPBackend.MATH"):
+            F.scaled_dot_product_attention(q.to("neuron"), q.to("neuron"), q.to("neuron"), **kwargs)

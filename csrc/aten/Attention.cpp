@@ -15,11 +15,41 @@
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
-#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <torch/library.h>
+
+#include <array>
 
 namespace torch_neuronx {
 namespace {
+
+// SDPBackend.MATH, or PyTorch's "No viable backend" error when the user has
+// turned the math path off too (sdpa_kernel / torch.backends.cuda.enable_*).
+int64_t math_or_no_backend() {
+  TORCH_CHECK(at::globalContext().userEnabledMathSDP(),
+              "No viable backend for scaled_dot_product_attention was found on neuron: the device's fused "
+              "kernel (SDPBackend.OVERRIDEABLE, also selected by FLASH_ATTENTION) does not take these inputs "
+              "(dropout_p > 0, an attn_mask that requires grad, not 4-D, mismatched head counts or head "
+              "dims, an unsupported dtype) and the math path is disabled. Allow SDPBackend.MATH "
+              "(e.g. sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH])) or change the inputs.");
+  return static_cast<int64_t>(sdp::SDPBackend::math);
+}
+
+// Whether the fused kernel (PyTorch's CPU flash-attention kernel) takes
+// these inputs: the constraints of PyTorch's CPU choice but its runtime
+// flag, which the caller replaces with the overrideable-or-flash flags.
+bool fused_kernel_applies(const sdp::sdp_params& params) {
+  constexpr bool debug = false;
+  constexpr std::array<at::ScalarType, 4> dtypes{at::kFloat, at::kDouble, at::kBFloat16, at::kHalf};
+  const bool same_head_dim = params.query.sym_size(-1) == params.key.sym_size(-1) &&
+                             params.query.sym_size(-1) == params.value.sym_size(-1);
+  return sdp::check_nested_tensor(params, debug) && sdp::check_for_dropout(params, debug) &&
+         sdp::check_tensor_shapes(params, debug) &&
+         sdp::check_batch_size_and_num_heads_dense<true>(params, debug) &&
+         sdp::check_attn_mask_shape(params, debug) && same_head_dim &&
+         sdp::check_nonzero_sequence_lengths_dense(params, debug) &&
+         sdp::check_last_dim_stride_equals_1_dense<false>(params, debug) &&
+         sdp::check_tensor_dtype(params, dtypes, debug);
+}
 
 int64_t neuron_sdp_choice(
     const at::Tensor& query,
@@ -28,35 +58,39 @@ int64_t neuron_sdp_choice(
     const std::optional<at::Tensor>& attn_mask,
     double dropout_p,
     bool is_causal,
-    std::optional<double> scale,
+    std::optional<double> /*scale*/,
     bool enable_gqa) {
   constexpr int64_t kMath = static_cast<int64_t>(sdp::SDPBackend::math);
-  constexpr int64_t kFlash = static_cast<int64_t>(sdp::SDPBackend::flash_attention);
   constexpr int64_t kOverrideable = static_cast<int64_t>(sdp::SDPBackend::overrideable);
-  // Dropout draws from the device generator only on the math path; masks
-  // that need a gradient are not produced by the fused kernel.
-  if (dropout_p > 0.0 || (attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad())) {
-    return kMath;
-  }
-  if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) {
-    return kMath;
-  }
   // Operands on other devices take the math path, whose ops raise PyTorch's
   // same-device error.
   if (key.device() != query.device() || value.device() != query.device() ||
       (attn_mask.has_value() && attn_mask->defined() && attn_mask->device() != query.device())) {
     return kMath;
   }
+  // OVERRIDEABLE is PyTorch's name for a PrivateUse1 device's fused kernel;
+  // FLASH_ATTENTION names the same kernel on the CPU, so either allows it.
+  auto& ctx = at::globalContext();
+  if (!ctx.userEnabledOverrideableSDP() && !ctx.userEnabledFlashSDP()) {
+    return math_or_no_backend();
+  }
+  // Dropout draws from the device generator only on the math path; masks
+  // that need a gradient are not produced by the fused kernel.
+  if (dropout_p > 0.0 || (attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad())) {
+    return math_or_no_backend();
+  }
+  if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) {
+    return math_or_no_backend();
+  }
   const bool grouped = query.size(1) != key.size(1);
   if (grouped && (!enable_gqa || key.size(1) == 0 || query.size(1) % key.size(1) != 0 ||
                   key.size(1) != value.size(1))) {
-    return kMath;
+    return math_or_no_backend();
   }
-  // PyTorch's CPU choice reads metadata only, so it runs on the neuron (or,
-  // under torch.compile, fake) tensors themselves.
-  const int64_t cpu_choice = at::native::_fused_sdp_choice_cpp(
-      query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
-  return cpu_choice == kFlash ? kOverrideable : kMath;
+  // The checks read metadata only, so they run on the neuron (or, under
+  // torch.compile, fake) tensors themselves.
+  const sdp::sdp_params params{query, key, value, attn_mask, dropout_p, is_causal, enable_gqa};
+  return fused_kernel_applies(params) ? kOverrideable : math_or_no_backend();
 }
 
 // The layout the meta kernels promise (torch/_meta_registrations.py): outputs
