@@ -370,7 +370,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
         Raises:
             RuntimeError: for ``PREMUL_SUM``, naming the fix.
-            TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64).
+            TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64), and
+                for a tensor on a device other than ``neuron`` or ``cpu``.
         """
         if (type(tensors) is list and len(tensors) == 1 and type(opts) is _AllreduceOptions
                 and self._coalesced is None and _estimate.current is None):
