@@ -315,6 +315,16 @@ def main() -> None:
         checks += 1
     else:
         raise AssertionError("a wrong-size all_gather_into_tensor output was not refused")
+    # A tensor of another device type (here meta: no bytes to alias) is refused on every rank
+    # before any transfer, naming its device, on all_reduce's short path as on the general one.
+    for meta in (torch.ones(4, device="meta"), torch.ones(4, 2, device="meta").t()):
+        try:
+            dist.all_reduce(meta)
+        except TypeError as e:
+            assert "meta" in str(e) and "neuron (or CPU)" in str(e), e
+            checks += 1
+        else:
+            raise AssertionError(f"all_reduce of a meta tensor {tuple(meta.shape)} was not refused")
     dist.barrier(device_ids=[DEV.index])
     say("CHECKS", checks)
     dist.destroy_process_group()
