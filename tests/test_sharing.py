@@ -34,6 +34,34 @@ def test_pickled_tensor_shares_memory_and_is_accounted():
     assert torch.neuron.memory_allocated() == before
 
 
+def test_tensors_of_one_storage_arrive_as_one_storage():
+    # Tensors that share a storage (a tensor and its views, tied weights) travel as one memory file
+    # and arrive sharing one storage, accounted once: PyTorch's rule for CPU (file descriptors) and
+    # CUDA (IPC handles), which key the received storage by its handle.
+    base = torch.arange(12.0, device="neuron:1").view(3, 4)
+    view = base[1:, ::2]
+    other = torch.ones(5, device="neuron:1")
+    before = torch.neuron.memory_allocated(1)
+    both = base.untyped_storage().nbytes() + other.untyped_storage().nbytes()
+    got_base, got_view, got_other, got_again = ForkingPickler.loads(ForkingPickler.dumps((base, view, other, base)))
+    assert got_view.untyped_storage().data_ptr() == got_base.untyped_storage().data_ptr()
+    assert got_again.untyped_storage().data_ptr() == got_base.untyped_storage().data_ptr()
+    assert got_other.untyped_storage().data_ptr() != got_base.untyped_storage().data_ptr()
+    assert (got_view.storage_offset(), got_view.stride()) == (4, (4, 2))
+    assert torch.neuron.memory_allocated(1) - before == both
+    got_view.fill_(-1.0)
+    expected = [[0.0, 1.0, 2.0, 3.0], [-1.0, 5.0, -1.0, 7.0], [-1.0, 9.0, -1.0, 11.0]]
+    assert got_base.cpu().tolist() == expected and base.cpu().tolist() == expected
+    # The same storage sent again once the received one is gone is mapped afresh.
+    del got_base, got_view, got_again
+    assert torch.neuron.memory_allocated(1) - before == other.untyped_storage().nbytes()
+    fresh = ForkingPickler.loads(ForkingPickler.dumps(base))
+    assert fresh.cpu().tolist() == expected
+    assert torch.neuron.memory_allocated(1) - before == both
+    del fresh, got_other
+    assert torch.neuron.memory_allocated(1) == before
+
+
 def test_pickled_parameter_and_empty_tensor():
     p = torch.nn.Parameter(torch.ones(3, device="neuron:1"))
     q = ForkingPickler.loads(ForkingPickler.dumps(p))

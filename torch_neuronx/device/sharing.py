@@ -11,13 +11,17 @@ so sharing is real, as CUDA IPC is for CUDA tensors:
   file holding its storage (the storage moves into a file of its own the first time, with one
   copy, as CPU's ``share_memory_()`` moves a storage into shared memory). The receiver maps the
   same file on the ``neuron`` device of the same index: both processes see one memory, and the
-  received tensor is accounted to the receiver's core like an allocation.
+  received tensor is accounted to the receiver's core like an allocation. Tensors sharing one
+  storage (a tensor and its views, tied weights) arrive sharing one storage, accounted once: the
+  receiver keys what it mapped by the file's identity in PyTorch's ``shared_cache``, as PyTorch
+  does for CPU tensors (file descriptors) and CUDA tensors (IPC handles).
 
 The sender must keep the tensor alive until the receiver has it (PyTorch's rule for CUDA and
 CPU tensors too).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from multiprocessing.reduction import DupFd, ForkingPickler
 from typing import Any
@@ -30,12 +34,25 @@ from .. import _C
 _torch_reduce_tensor = reductions.reduce_tensor
 
 
+def _received_storage(raw_fd: int, nbytes: int, index: int) -> torch.UntypedStorage:
+    """The storage over a received memory file: the one already mapped here for the same file
+    (same core, same size) while it is alive, else a new mapping. Owns ``raw_fd``."""
+    key = ("neuron", index, nbytes, *reductions.fd_id(raw_fd))
+    storage = reductions.storage_from_cache(torch.UntypedStorage, key)
+    if storage is not None:
+        os.close(raw_fd)
+        return storage
+    storage = _C._import_shared_storage(raw_fd, nbytes, index).untyped_storage()  # closes raw_fd
+    reductions.shared_cache[key] = reductions.StorageWeakRef(storage)
+    return storage
+
+
 def _rebuild_neuron_tensor(fd: Any, nbytes: int, index: int, dtype: torch.dtype, offset: int,
                            size: tuple[int, ...], stride: tuple[int, ...], requires_grad: bool,
                            is_parameter: bool) -> torch.Tensor:
     device = torch.device("neuron", index)
     if nbytes:
-        storage = _C._import_shared_storage(fd.detach(), nbytes, index).untyped_storage()
+        storage = _received_storage(fd.detach(), nbytes, index)
         t = torch.empty((0,), dtype=dtype, device=device).set_(storage, offset, size, stride)
     else:
         t = torch.empty_strided(size, stride, dtype=dtype, device=device)
