@@ -1,5 +1,6 @@
-"""Wrong placement is CUDA's device-mismatch error, eager and compiled; CPU index tensors and
-0-dim CPU scalars stay accepted where CUDA accepts them (with the right values)."""
+"""Wrong placement is CUDA's device-mismatch error, eager and compiled; CPU index tensors, 0-dim CPU
+scalars and the pointwise foreach ops' CPU `scalars` tensor stay accepted where CUDA accepts them
+(with the right values)."""
 from __future__ import annotations
 
 import pytest
@@ -168,3 +169,36 @@ def test_a_0_dim_cpu_tensor_written_beside_neuron_operands_raises(name, fn, shap
     assert out.item() == 0.0  # nothing written into the refused tensor
     x.add_(torch.tensor(2.0))  # read-only, the same 0-dim CPU tensor stays a scalar operand
     assert torch.equal(x.cpu(), torch.full(shape, 3.0))
+
+
+@pytest.mark.parametrize("name", ["addcdiv", "addcmul"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_foreach_pointwise_ops_take_their_scalars_tensor_on_the_cpu(name, inplace):
+    # `scalars`, a 1-d tensor of per-tensor scalars, is read on the host: CUDA requires it on the
+    # CPU, so beside neuron tensor lists it is accepted (values as the CPU's), not a mixed-device error.
+    torch.manual_seed(0)
+    shapes = [(3, 4), (5,), (2, 2, 2)]
+    selfs, t1s, t2s = ([torch.randn(s) for s in shapes] for _ in range(3))
+    t2s = [t.abs() + 0.5 for t in t2s]
+    scalars = torch.tensor([0.5, -2.0, 3.0])
+    op = getattr(torch, f"_foreach_{name}_" if inplace else f"_foreach_{name}")
+    expected = [getattr(torch, name)(a, b, c, value=v)
+                for a, b, c, v in zip(selfs, t1s, t2s, scalars.tolist(), strict=True)]
+    on = [[t.to("neuron") for t in ts] for ts in (selfs, t1s, t2s)]
+    result = op(*on, scalars)
+    got = on[0] if inplace else result
+    assert all(g.device.type == "neuron" for g in got)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g.cpu(), e)
+
+
+def test_foreach_pointwise_ops_still_refuse_a_cpu_tensor_list():
+    tensors = [torch.randn(3, device="neuron") for _ in range(2)]
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch._foreach_addcmul(tensors, [torch.randn(3) for _ in range(2)], tensors, torch.tensor([1.0, 2.0]))
+
+
+def test_foreach_pointwise_ops_give_pytorchs_error_for_a_short_scalars_tensor():
+    tensors = [torch.randn(3, device="neuron") for _ in range(3)]
+    with pytest.raises(RuntimeError, match=r"Expected length of scalars to match input of length 3 but got 2 instead"):
+        torch._foreach_addcdiv(tensors, tensors, tensors, torch.tensor([1.0, 2.0]))

@@ -45,6 +45,13 @@ bool is_indices(const c10::Argument& arg) {
   return name.size() == 7 && name == "indices";
 }
 
+// The `scalars` argument of the pointwise _foreach ops' Tensor overloads
+// (length first, as above).
+bool is_scalars(const c10::Argument& arg) {
+  const std::string& name = arg.name();
+  return name.size() == 7 && name == "scalars";
+}
+
 struct AliasedTensor {
   at::Tensor original;
   at::Tensor alias;
@@ -171,10 +178,12 @@ class Call {
       // 0-dim CPU `out=` or in-place `self` beside neuron operands is wrong
       // placement, as on CUDA (TensorIterator exempts CPU scalars that are not
       // outputs). CPU index tensors are accepted where CUDA accepts them (only
-      // the `indices` argument: a CPU `self` or `values` is wrong placement).
+      // the `indices` argument: a CPU `self` or `values` is wrong placement),
+      // and so is the host `scalars` tensor of the pointwise _foreach ops.
       const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
       if ((t.dim() == 0 && !written) ||
-          (is_indices(arg) && accepts_cpu_indices(op_.operator_name()))) {
+          (is_indices(arg) && accepts_cpu_indices(op_.operator_name())) ||
+          (is_scalars(arg) && accepts_cpu_scalars(op_.operator_name()))) {
         return t;
       }
       if (mixed_argument_.empty()) {

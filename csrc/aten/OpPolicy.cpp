@@ -35,6 +35,21 @@ const OpNameTable& ops_accepting_cpu_indices() {
   return table;
 }
 
+// Ops whose `scalars` argument is a 1-d tensor of per-tensor scalars that
+// PyTorch reads on the host: the Tensor overloads of the pointwise _foreach ops
+// (CUDA's kernels require it on the CPU: "Expected scalars to be on CPU, got
+// cuda:0 instead"). A CPU `scalars` beside neuron tensor lists is the intended
+// placement, not a mixed-device mistake.
+const OpNameTable& ops_reading_host_scalars() {
+  static const OpNameTable table = {
+      "aten::_foreach_addcdiv",
+      "aten::_foreach_addcdiv_",
+      "aten::_foreach_addcmul",
+      "aten::_foreach_addcmul_",
+  };
+  return table;
+}
+
 // Ops that run PyTorch's CPU kernel through the boxed fallback. PyTorch
 // registers a CompositeExplicitAutograd(NonFunctional) kernel for each of
 // them as well, and that composite kernel fills the PrivateUse1 slot, so
@@ -130,6 +145,10 @@ constexpr std::array<bool, kNumScalarTypes> kIsHostFallbackDtype = [] {
 
 bool accepts_cpu_indices(const c10::OperatorName& op) {
   return ops_accepting_cpu_indices().count(op.name) > 0;
+}
+
+bool accepts_cpu_scalars(const c10::OperatorName& op) {
+  return ops_reading_host_scalars().count(op.name) > 0;
 }
 
 // `cpu_tensor[neuron_indices] = v`: PyTorch's index_put kernel moves the indices

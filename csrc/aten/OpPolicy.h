@@ -14,6 +14,10 @@ namespace torch_neuronx {
 // tensors, as CUDA does; the boxed fallback then passes its `indices`
 // argument through (never a CPU `self` or `values`).
 bool accepts_cpu_indices(const c10::OperatorName& op);
+// True when `op` (any overload) takes its `scalars` argument, a 1-d tensor of
+// per-tensor scalars, on the CPU beside neuron tensor lists, as CUDA requires
+// (the Tensor overloads of _foreach_addcdiv / _foreach_addcmul).
+bool accepts_cpu_scalars(const c10::OperatorName& op);
 // index_put_ family: a CPU `self` with neuron indices runs on the CPU, as CUDA's
 // kernel moves the indices to the indexed tensor's device.
 bool writes_through_cpu_indices(const c10::OperatorName& op);
