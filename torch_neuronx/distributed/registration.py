@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
-from . import rendezvous, tp_degree
+from . import functional_out, rendezvous, tp_degree
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
 if TYPE_CHECKING:
@@ -29,7 +29,9 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     (:func:`.rendezvous.fill_root_comm_id`), checks one rank per core
     (:func:`.rendezvous.claim_core`) and starts this process's heartbeat (used
     to name a rank that died); a sub-group installs the TP-degree check
-    (:func:`.tp_degree.install_forward_check`). A backend string that also maps
+    (:func:`.tp_degree.install_forward_check`). The first group also registers the ``neuron``
+    kernel of ``_c10d_functional.all_gather_into_tensor_out``
+    (:func:`.functional_out.register_kernels`). A backend string that also maps
     ``cpu`` to ``gloo`` (``"cpu:gloo,neuron:neuron"``, the form CUDA users write
     as ``"cpu:gloo,cuda:nccl"``) registers the group's gloo transport for CPU
     tensors as well (:meth:`NeuronProcessGroup.serve_cpu_as_gloo`), so the group
@@ -45,6 +47,7 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
             or two ranks of one node driving the same core.
     """
     rendezvous.apply_launcher_environment()
+    functional_out.register_kernels()
     if not dist.is_initialized():
         rendezvous.fill_root_comm_id(opts.store, opts.group_size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
