@@ -90,6 +90,20 @@ def test_new_shapes_are_new_static_graphs_with_diagnostics(monkeypatch):
     assert rec["changed"] == [{"input": "L['ids']", "dim": 1, "before": 5, "after": 9}]
 
 
+
+@pytest.mark.parametrize("value", ["abc", "-3", "2.5"])
+def test_a_bad_recompile_warn_threshold_warns_and_uses_the_default(monkeypatch, value):
+    # "abc" and "2.5" were silently the default 3, and "-3" warned at the first recompile
+    from torch_neuronx.compile import metrics
+
+    monkeypatch.setenv("TORCH_NEURONX_RECOMPILE_WARN", value)
+    monkeypatch.setattr(metrics, "_bad_threshold_warned", set(), raising=False)
+    with pytest.warns(UserWarning, match=f"TORCH_NEURONX_RECOMPILE_WARN='{value}' is not an integer >= 0: using 3"):
+        assert metrics.recompile_warn_threshold() == 3
+    for good, expected in (("0", 0), ("5", 5), ("", 3)):
+        monkeypatch.setenv("TORCH_NEURONX_RECOMPILE_WARN", good)
+        assert metrics.recompile_warn_threshold() == expected
+
 def test_mode_other_than_default_warns_and_works():
     f = torch.compile(lambda x: x.relu() + 1, backend="neuron", mode="max-autotune")
     with pytest.warns(CompileModeWarning, match="mode='max-autotune' is ignored"):
