@@ -209,6 +209,17 @@ def test_debug_dir_dumps_fx_and_generated_code(tmp_path, monkeypatch):
     assert "def call(" in generated and "cpp_fused" in generated  # Inductor's C++ kernel
 
 
+
+def test_an_unwritable_debug_dir_warns_and_the_graph_still_runs(tmp_path, monkeypatch):
+    # a file as the dump folder failed the compile with a bare FileExistsError
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path / "a_file"))
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: (x * 3).sum(), backend="neuron")
+    with pytest.warns(UserWarning, match="TORCH_NEURONX_DEBUG_DIR=.*a_file.* cannot be written"):
+        out = f(torch.ones(5, device="neuron"))
+    assert out.item() == 15.0
+
 def test_autoload_imports_no_dynamo_backend_and_no_inductor():
     """`import torch` loads neither the backend nor Inductor; importing torch_neuronx.compile
     changes no Dynamo setting; loading the backend turns automatic dynamic shapes off."""
