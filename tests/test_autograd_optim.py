@@ -106,3 +106,39 @@ def test_module_to_neuron_keeps_parameter_identity_and_tied_weights():
     assert not torch.equal(old, before.detach().cpu())  # the optimizer's reference is the live weight
     model.to("cpu")
     assert model[1].weight is before and before.device.type == "cpu"
+
+
+
+@pytest.mark.parametrize("opt, kw", [(torch.optim.Adam, {}), (torch.optim.AdamW, {"amsgrad": True}),
+                                     (torch.optim.SGD, {"momentum": 0.9}), (torch.optim.Adagrad, {})])
+def test_grad_scaler_skips_an_overflow_of_a_model_on_two_cores(opt, kw):
+    # README's workaround for a PyTorch bug: with fused=True, GradScaler.step hands the optimizer the
+    # SUM of the per-device found_inf flags, 2.0 when both cores overflow, and the fused kernels skip
+    # only when found_inf == 1 (every weight then became NaN; CUDA's kernels test == 1 too). The
+    # foreach step (the default on neuron) skips the overflow step as on the CPU.
+    def run(dev0, dev1, scaler_device):
+        torch.manual_seed(0)
+        first, second = torch.nn.Linear(8, 16), torch.nn.Linear(16, 2)
+        first.to(dev0)
+        second.to(dev1)
+        params = [*first.parameters(), *second.parameters()]
+        optimizer = opt(params, lr=0.05, foreach=True, **kw)
+        scaler = torch.amp.GradScaler(scaler_device, init_scale=2.0 ** 10)
+        x, y = torch.randn(4, 8), torch.randn(4, 2)
+        for step in range(3):
+            out = second(torch.tanh(first(x.to(dev0))).to(dev1))
+            loss = ((out - y.to(dev1)) ** 2).mean()
+            if step == 1:
+                loss = loss * float("inf")
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        return [p.detach().cpu() for p in params], scaler.get_scale()
+
+    expected, expected_scale = run("cpu", "cpu", "cpu")
+    got, scale = run("neuron:0", "neuron:1", "neuron")
+    assert scale == expected_scale == 2.0 ** 9
+    for g, e in zip(got, expected, strict=True):
+        assert torch.isfinite(g).all()
+        torch.testing.assert_close(g, e, rtol=0, atol=0)

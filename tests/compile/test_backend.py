@@ -90,6 +90,20 @@ def test_new_shapes_are_new_static_graphs_with_diagnostics(monkeypatch):
     assert rec["changed"] == [{"input": "L['ids']", "dim": 1, "before": 5, "after": 9}]
 
 
+
+@pytest.mark.parametrize("value", ["abc", "-3", "2.5"])
+def test_a_bad_recompile_warn_threshold_warns_and_uses_the_default(monkeypatch, value):
+    # "abc" and "2.5" were silently the default 3, and "-3" warned at the first recompile
+    from torch_neuronx.compile import metrics
+
+    monkeypatch.setenv("TORCH_NEURONX_RECOMPILE_WARN", value)
+    monkeypatch.setattr(metrics, "_bad_threshold_warned", set(), raising=False)
+    with pytest.warns(UserWarning, match=f"TORCH_NEURONX_RECOMPILE_WARN='{value}' is not an integer >= 0: using 3"):
+        assert metrics.recompile_warn_threshold() == 3
+    for good, expected in (("0", 0), ("5", 5), ("", 3)):
+        monkeypatch.setenv("TORCH_NEURONX_RECOMPILE_WARN", good)
+        assert metrics.recompile_warn_threshold() == expected
+
 def test_mode_other_than_default_warns_and_works():
     f = torch.compile(lambda x: x.relu() + 1, backend="neuron", mode="max-autotune")
     with pytest.warns(CompileModeWarning, match="mode='max-autotune' is ignored"):
@@ -194,6 +208,17 @@ def test_debug_dir_dumps_fx_and_generated_code(tmp_path, monkeypatch):
     generated = (tmp_path / code[0]).read_text()
     assert "def call(" in generated and "cpp_fused" in generated  # Inductor's C++ kernel
 
+
+
+def test_an_unwritable_debug_dir_warns_and_the_graph_still_runs(tmp_path, monkeypatch):
+    # a file as the dump folder failed the compile with a bare FileExistsError
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path / "a_file"))
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: (x * 3).sum(), backend="neuron")
+    with pytest.warns(UserWarning, match="TORCH_NEURONX_DEBUG_DIR=.*a_file.* cannot be written"):
+        out = f(torch.ones(5, device="neuron"))
+    assert out.item() == 15.0
 
 def test_autoload_imports_no_dynamo_backend_and_no_inductor():
     """`import torch` loads neither the backend nor Inductor; importing torch_neuronx.compile

@@ -117,6 +117,25 @@ def test_bad_lock_timeout_names_the_variable(monkeypatch, value):
         cache.lock_timeout()
 
 
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/below"])
+def test_an_unusable_cache_dir_names_the_variable(tmp_path, monkeypatch, where):
+    # a file (or a path under one) as the folder failed inside the entry lock with a bare
+    # FileExistsError / NotADirectoryError ('.../24/34') and advice about fallback execution only
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path / where))
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", raising=False)
+    calls = []
+    with pytest.raises(cache.NeuronCompileError,
+                       match="TORCH_NEURONX_NEFF_CACHE_DIR=.* cannot be used as the compile cache folder.*"
+                             "TORCH_NEURONX_NEFF_DISABLE_CACHE=1"):
+        cache.CompileCache().get_or_compile(cache.cache_key({"g": where}), lambda: calls.append(1) or ("v", b"a"),
+                                            bytes.decode, {})
+    assert calls == []                                  # refused before compiling
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", "1")
+    assert cache.CompileCache().get_or_compile(cache.cache_key({"g": where}), lambda: ("v", b"a"),
+                                               bytes.decode, {}).value == "v"
+
 def test_default_dir_is_per_user(monkeypatch, tmp_path):
     monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

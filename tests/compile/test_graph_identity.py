@@ -20,3 +20,39 @@ def test_a_compiled_module_is_named_by_its_forward():
     recompiles = torch_neuronx.get_dynamo_metrics()["recompiles"]
     assert len(recompiles) == 1
     assert recompiles[0]["function"].startswith("'Linear.forward' (linear.py:"), recompiles[0]
+
+
+def test_a_compiled_container_is_named_by_its_forward_not_an_inlined_helper():
+    # Dynamo lists the inlined functions as each one finishes (innermost first): for
+    # nn.Sequential the first is Sequential.__iter__, which the user never called.
+    torch._dynamo.reset()
+    torch_neuronx.reset_dynamo_metrics()
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.GELU()).to("neuron"),
+                          backend="neuron")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for n in range(1, 3):
+            model(torch.ones(n, 4, device="neuron"))
+    recompiles = torch_neuronx.get_dynamo_metrics()["recompiles"]
+    assert len(recompiles) == 1
+    assert recompiles[0]["function"].startswith("'Sequential.forward' (container.py:"), recompiles[0]
+
+
+def test_a_compiled_function_is_named_by_itself_not_a_function_it_calls():
+    torch._dynamo.reset()
+    torch_neuronx.reset_dynamo_metrics()
+
+    def scale(x):
+        return x * 2
+
+    def outer(x):
+        return scale(x).sum()
+
+    compiled = torch.compile(outer, backend="neuron")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for n in range(1, 3):
+            compiled(torch.ones(n, device="neuron"))
+    recompiles = torch_neuronx.get_dynamo_metrics()["recompiles"]
+    assert len(recompiles) == 1
+    assert recompiles[0]["function"].startswith("'outer' (test_graph_identity.py:"), recompiles[0]

@@ -221,3 +221,34 @@ def test_loop_bounds_must_be_integers_and_the_step_non_zero(front, args):
         return a
     with pytest.raises(E.err_invalid_instruction_argument):
         k(A)
+
+
+def _add_rows(a):
+    o = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+    i = lnl.program_id(0) * 128 + lnl.arange(128)[:, None]
+    j = lnl.arange(a.shape[1])[None, :]
+    lnl.store(o[i, j], value=lnl.load(a[i, j]))
+    return o
+
+
+@pytest.mark.parametrize("grid", [2.5, "2", True, None, (2, 1.5)])
+def test_a_launch_grid_dimension_must_be_an_integer(grid):
+    # kernel[2.5] ran 2 program instances (int() truncated it: x.shape[0] / 128 instead of //), the
+    # rows of the missing third left as poisoned NaN; kernel["2"] and kernel[True] ran too
+    k = legacy.jit(_add_rows)
+    with pytest.raises(TypeError, match="is not an integer; compute it with integer division"):
+        k[grid](np.ones((384, 4), np.float32))
+
+
+@pytest.mark.parametrize("grid", [-1, (2, -1)])
+def test_a_launch_grid_dimension_must_not_be_negative(grid):
+    # kernel[-1] ran nothing and blamed the kernel: "returned no output tensor"
+    k = legacy.jit(_add_rows)
+    with pytest.raises(ValueError, match="launch grid dimension -1 is negative"):
+        k[grid](np.ones((256, 4), np.float32))
+
+
+@pytest.mark.parametrize("grid", [3, 3.0, np.int64(3), lnl.spmd_dim(3)])
+def test_integer_launch_grids_run_every_program(grid):
+    a = np.arange(384 * 4, dtype=np.float32).reshape(384, 4)
+    np.testing.assert_array_equal(legacy.jit(_add_rows)[grid](a), a)

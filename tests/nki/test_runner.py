@@ -60,3 +60,13 @@ def test_cli_rejects_an_unknown_option(kernel_file):
     with pytest.raises(SystemExit) as ei:
         cli_main(["nki", "run", str(kernel_file), "4x4", "--no-such-option"])
     assert ei.value.code == 2
+
+
+@pytest.mark.parametrize("grid, message", [("x", "--grid 'x' is not a launch grid"),
+                                           ("2,x", "--grid '2,x' is not a launch grid"),
+                                           ("-1", "launch grid dimension -1 is negative")])
+def test_cli_names_a_bad_grid(kernel_file, capsys, grid, message):
+    # "--grid x" printed int()'s "invalid literal for int() with base 10: 'x'"; "--grid -1" ran no
+    # program instance and blamed the kernel ("returned no output tensor")
+    assert cli_main(["nki", "run", str(kernel_file), "4x4", "--grid", grid]) == 2
+    assert message in capsys.readouterr().err

@@ -115,6 +115,33 @@ def cache_dir() -> Path:
     return base / "torch_neuronx" / "neff-cache"
 
 
+def check_cache_dir() -> Path:
+    """:func:`cache_dir`, created if missing and checked to be a writable folder.
+
+    Raises:
+        NeuronCompileError: the folder cannot be created or written (a path under a file or in a
+            read-only place), naming ``TORCH_NEURONX_NEFF_CACHE_DIR`` (or the default folder) and
+            the two fixes: a writable folder, or ``TORCH_NEURONX_NEFF_DISABLE_CACHE=1``.
+    """
+    root = cache_dir()
+    problem = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        problem = f"{type(err).__name__}: {err}"
+    else:
+        if not os.access(root, os.W_OK | os.X_OK):
+            problem = "the folder is not writable"
+    if problem is None:
+        return root
+    env = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+    where = f"TORCH_NEURONX_NEFF_CACHE_DIR={env!r}" if env else f"the default compile cache folder {str(root)!r}"
+    raise NeuronCompileError(
+        f"{where} cannot be used as the compile cache folder ({problem}): point "
+        f"TORCH_NEURONX_NEFF_CACHE_DIR at a writable folder, or set TORCH_NEURONX_NEFF_DISABLE_CACHE=1 to "
+        f"compile without the on-disk cache")
+
+
 def inductor_dir() -> Path:
     """Where Inductor keeps kernel sources and binaries while backend ``"neuron"`` compiles
     or loads a graph: ``<cache_dir>/inductor``."""
@@ -304,6 +331,7 @@ class CompileCache:
             except Exception:  # noqa: BLE001  (load_fn may raise anything: the entry is corrupt, recompile)
                 with self._mutex:
                     self._memory.pop(key, None)
+        check_cache_dir()
         path = entry_path(key)
         with _entry_lock(path):
             artifact = self._read_disk(path, key)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import warnings
 from pathlib import Path
 
 _counter = itertools.count()
+_unwritable: set[str] = set()   # folders already warned about
 
 
 def debug_dir() -> Path | None:
@@ -29,13 +31,23 @@ def _safe(name: str) -> str:
 
 
 def dump(filename: str, text: str) -> Path | None:
-    """Writes ``text`` to ``<debug dir>/<filename>``; returns the path (None when disabled)."""
+    """Writes ``text`` to ``<debug dir>/<filename>``; returns the path (None when disabled, or when
+    the folder cannot be written: then a ``UserWarning`` naming ``TORCH_NEURONX_DEBUG_DIR`` and the
+    error, once per folder, and the compile goes on without the dump)."""
     root = debug_dir()
     if root is None:
         return None
-    root.mkdir(parents=True, exist_ok=True)
     path = root / _safe(filename)
-    path.write_text(text)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:
+        if str(root) not in _unwritable:
+            _unwritable.add(str(root))
+            warnings.warn(f"TORCH_NEURONX_DEBUG_DIR={str(root)!r} cannot be written ({type(err).__name__}: "
+                          f"{err}): graphs are not dumped; point it at a writable folder", UserWarning,
+                          stacklevel=2)
+        return None
     return path
 
 

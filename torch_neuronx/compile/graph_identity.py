@@ -33,13 +33,21 @@ def _dynamo_internal(filename: str) -> bool:
 
 
 def current_function() -> str:
-    """``"'name' (file:line)"`` of the function Dynamo is compiling (its first traced code object
-    that is not one of Dynamo's own wrappers: ``'Linear.forward' (linear.py:124)`` for
-    ``torch.compile(nn.Linear(...))``), or ``"'<graph>'"`` outside a Dynamo compile."""
+    """``"'name' (file:line)"`` of the function Dynamo is compiling, or ``"'<graph>'"`` outside a
+    Dynamo compile.
+
+    Dynamo lists the frame it compiles first, then each function it inlined as that function
+    finishes (innermost first). The frame itself is the user's function unless it is one of
+    Dynamo's own wrappers (``torch.compile`` of a ``torch.nn`` module traces ``external_utils``'s
+    ``inner``); then the outermost inlined function, the last one listed, is the module's
+    ``forward``: ``'Linear.forward' (linear.py:124)`` for ``torch.compile(nn.Linear(...))``,
+    ``'Sequential.forward'`` (not the ``Sequential.__iter__`` it calls) for an ``nn.Sequential``."""
     tc = torch._guards.TracingContext.try_get()
     codes = getattr(tc, "traced_code", None) if tc is not None else None
     if codes:
-        code = next((c for c in codes if not _dynamo_internal(c.co_filename)), codes[0])
+        code = codes[0]
+        if _dynamo_internal(code.co_filename):
+            code = next((c for c in reversed(codes[1:]) if not _dynamo_internal(c.co_filename)), code)
         name = getattr(code, "co_qualname", code.co_name)   # "Linear.forward"; a nested function by its name
         name = code.co_name if "<locals>" in name else name
         return f"'{name}' ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"

@@ -109,13 +109,30 @@ _lock = threading.Lock()
 _state = _State()
 
 
+_bad_threshold_warned: set[str] = set()
+
+
 def recompile_warn_threshold() -> int:
     """Recompiles of one function before :class:`RecompileWarning` (env
-    ``TORCH_NEURONX_RECOMPILE_WARN``, default 3; 0 disables the warning)."""
-    try:
-        return int(os.environ.get("TORCH_NEURONX_RECOMPILE_WARN", "3"))
-    except ValueError:
+    ``TORCH_NEURONX_RECOMPILE_WARN``, default 3; 0 disables the warning).
+
+    A value that is not an integer >= 0 (``abc``, ``-3``, ``2.5``) warns once (``UserWarning``,
+    naming the variable and the values it takes) and the default 3 applies."""
+    value = os.environ.get("TORCH_NEURONX_RECOMPILE_WARN", "").strip()
+    if not value:
         return 3
+    try:
+        threshold = int(value)
+    except ValueError:
+        threshold = -1
+    if threshold >= 0:
+        return threshold
+    if value not in _bad_threshold_warned:
+        _bad_threshold_warned.add(value)
+        warnings.warn(f"TORCH_NEURONX_RECOMPILE_WARN={value!r} is not an integer >= 0: using 3 (the number of "
+                      f"recompiles of one function before the pad/bucket warning; 0 turns the warning off)",
+                      UserWarning, stacklevel=2)
+    return 3
 
 
 def _graph_break_counter() -> Counter:

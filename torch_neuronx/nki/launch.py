@@ -22,6 +22,7 @@ there is no compiler or device, so they do not change what the simulator compute
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +74,42 @@ def check_options(api: str, options: dict) -> None:
         raise TypeError(f"{api}() got an unexpected keyword argument {unknown[0]!r}")
 
 
+def _grid_dimension(g: Any, grid: tuple) -> Any:
+    """One dimension of a launch grid ``kernel[g0, g1, ...]``, checked: a Python / NumPy integer
+    >= 0 (``nl.nc`` / ``nl.spmd_dim`` axes kept as they are), a float with an integral value
+    (``x.shape[0] / 128`` that divides exactly) or an object with an integer value (``__index__``:
+    a 0-dim integer tensor). A symbolic size (a torch ``SymInt``, traced under dynamic shapes) is
+    kept for the torch adapter, which refuses it naming the fix.
+
+    Raises:
+        TypeError: a fractional float, a string, a bool, ``None`` or another non-integer (the
+            program instances past the truncated count would silently never run).
+        ValueError: a negative dimension.
+    """
+    where = f"kernel[{', '.join(map(repr, grid))}]"
+    if type(g).__name__.startswith("Sym"):
+        return g
+    if isinstance(g, (bool, np.bool_)) or g is None or isinstance(g, (str, bytes)):
+        value = None
+    elif isinstance(g, int):
+        value = g
+    elif isinstance(g, (float, np.floating)):
+        value = int(g) if float(g).is_integer() else None
+    else:
+        try:
+            value = operator.index(g)
+        except TypeError:
+            value = None
+    if value is None:
+        raise TypeError(f"{where}: launch grid dimension {g!r} is not an integer; compute it with integer "
+                        f"division, e.g. kernel[x.shape[0] // 128], and cover the remainder rows with a "
+                        f"mask or by padding the input to a whole tile")
+    if value < 0:
+        raise ValueError(f"{where}: launch grid dimension {g!r} is negative; each dimension is a count "
+                         f"of program instances (>= 1)")
+    return g if isinstance(g, int) else value
+
+
 class Kernel:
     """An NKI kernel function plus launch options; call it with NumPy arrays (or ``neuron`` tensors).
 
@@ -115,7 +152,7 @@ class Kernel:
     def __getitem__(self, grid: Any) -> Kernel:
         if not isinstance(grid, tuple):
             grid = (grid,)
-        return self._copy(grid=grid)
+        return self._copy(grid=tuple(_grid_dimension(g, grid) for g in grid))
 
     def lnc(self, platform: Any) -> int:
         """Cores of the logical NeuronCore this launch uses (1 or 2)."""

@@ -117,9 +117,18 @@ def make_input(spec: str, rng: np.random.Generator, default: Any = None) -> Any:
 
 
 def _grid(text: str | None) -> tuple:
+    """``--grid 2`` / ``--grid 4,2`` as a launch grid.
+
+    Raises:
+        ValueError: a part that is not a whole number, naming the expected form.
+    """
     if not text:
         return ()
-    return tuple(int(v) for v in text.split(","))
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--grid {text!r} is not a launch grid: give program counts separated by commas, "
+                         f"e.g. --grid 2 or --grid 4,2") from None
 
 
 def run_file(path: str, kernel: str | None = None, inputs: Sequence[str] = (), named: dict | None = None,
