@@ -6,6 +6,7 @@
 #include "aten/Alias.h"
 #include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
+#include "distributed/AllreduceFastPath.h"
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
@@ -171,6 +172,23 @@ PYBIND11_MODULE(_C, m) {
         return torch_neuronx::cpu_alias(t);
       },
       "A CPU tensor on the same bytes as a neuron tensor (zero-copy; keeps it alive).");
+  m.def(
+      "_allreduce_alias",
+      [](const c10::intrusive_ptr<c10d::Backend>& gloo,
+         const std::vector<at::Tensor>& tensors,
+         const c10d::AllreduceOptions& opts) -> py::object {
+        c10::intrusive_ptr<c10d::Work> work = torch_neuronx::allreduce_alias(gloo, tensors, opts);
+        if (!work) {
+          return py::none();
+        }
+        return py::cast(work);
+      },
+      py::arg("gloo"),
+      py::arg("tensors"),
+      py::arg("opts"),
+      "gloo.allreduce on the CPU alias of tensors[0] when the call is one contiguous neuron (or CPU) tensor "
+      "of a dtype gloo reduces with ReduceOp.SUM; returns gloo's Work, or None (nothing done) otherwise.");
+  m.def("_gloo_reduces", [](const at::ScalarType& dtype) { return torch_neuronx::gloo_reduces(dtype); });
   m.def("_share_storage_fd", [](const at::Tensor& t) {
     // (fd, nbytes) of the memory file holding t's storage (moved into one if needed).
     torch_neuronx::adaptive::flush_pending();

@@ -44,8 +44,8 @@ from .work import NeuronWork
 BACKEND_NAME = "neuron"
 
 _AllreduceOptions = dist.AllreduceOptions
-_SUM = dist.ReduceOp.SUM
-_cpu_alias_unchecked = _C._cpu_alias  # (cpu_alias without its device check: raises RuntimeError off neuron)
+#: The all_reduce fast path (``csrc/distributed/AllreduceFastPath.h``): gloo's work, or None.
+_allreduce_alias = _C._allreduce_alias
 
 #: A collective's tensor argument: one tensor, a list, or a list of lists (per-rank lists).
 _Tensors = torch.Tensor | Sequence["_Tensors"]
@@ -373,20 +373,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
             TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64), and
                 for a tensor on a device other than ``neuron`` or ``cpu``.
         """
-        if (type(tensors) is list and len(tensors) == 1 and type(opts) is _AllreduceOptions
+        if (type(tensors) is list and type(opts) is _AllreduceOptions
                 and self._coalesced is None and _estimate.current is None):
-            # What ``dist.all_reduce`` and DDP's buckets pass: one tensor, options. The common case (a
+            # What ``dist.all_reduce`` and DDP's buckets pass: a list, options. The common case (one
             # contiguous tensor of a dtype gloo reduces, SUM) needs none of the general path's staging,
-            # dtype carriers or refusals, so it skips them: each µs of Python here is a µs per call
-            # (and several µs on a loaded host) that the gloo process group does not pay.
-            t = tensors[0]
-            if t.dtype in GLOO_DTYPES and t.is_contiguous() and opts.reduceOp == _SUM:
-                try:
-                    alias = t if t.is_cpu else _cpu_alias_unchecked(t)
-                except RuntimeError:  # not a neuron tensor: the general path names its device
-                    alias = None
-                if alias is not None:
-                    return NeuronWork([self._gloo.allreduce([alias], opts)], [t], None, "all_reduce", self._explain)
+            # dtype carriers or refusals, so one C++ call decides it and starts gloo on the alias (None:
+            # not that case, nothing done). Between two collectives other code evicts this path from
+            # the caches, and cold, each Python-to-C++ call costs 4-20 µs: the checks made one by one
+            # here cost ~50 µs of CPU per rank per call, which a busy machine turns into wall time.
+            transfer = _allreduce_alias(self._gloo, tensors, opts)
+            if transfer is not None:
+                return NeuronWork([transfer], tensors[:], None, "all_reduce", self._explain)
         if isinstance(tensors, torch.Tensor):
             tensors = [tensors]
         if isinstance(opts, (dist.ReduceOp, dist.ReduceOp.RedOpType)):

@@ -1,0 +1,54 @@
+#include "distributed/AllreduceFastPath.h"
+
+#include "aten/AdaptiveEager.h"
+#include "aten/Alias.h"
+#include "runtime/Runtime.h"
+
+#include <torch/csrc/utils/pybind.h>
+
+namespace torch_neuronx {
+
+bool gloo_reduces(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+    case c10::ScalarType::Double:
+    case c10::ScalarType::Half:
+    case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Char:
+    case c10::ScalarType::Byte:
+    case c10::ScalarType::Int:
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Bool:
+    case c10::ScalarType::ComplexFloat:
+    case c10::ScalarType::ComplexDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> allreduce_alias(
+    const c10::intrusive_ptr<c10d::Backend>& gloo,
+    const std::vector<at::Tensor>& tensors,
+    const c10d::AllreduceOptions& opts) {
+  if (tensors.size() != 1 || opts.reduceOp.op_ != c10d::ReduceOp::SUM || opts.sparseIndices.has_value()) {
+    return {};
+  }
+  const at::Tensor& t = tensors[0];
+  if (!t.defined() || t.layout() != c10::kStrided || !gloo_reduces(t.scalar_type()) || !t.is_contiguous()) {
+    return {};
+  }
+  std::vector<at::Tensor> aliases;
+  if (t.device().type() == kNeuron) {
+    adaptive::flush_pending();
+    aliases.push_back(cpu_alias(t));
+  } else if (t.is_cpu()) {
+    aliases.push_back(t);
+  } else {
+    return {}; // another device: the general path names it
+  }
+  pybind11::gil_scoped_release no_gil; // as torch's own binding of Backend.allreduce
+  return gloo->allreduce(aliases, opts);
+}
+
+} // namespace torch_neuronx

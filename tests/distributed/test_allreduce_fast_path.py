@@ -1,0 +1,107 @@
+"""The all_reduce fast path of backend "neuron" (``_C._allreduce_alias``, what
+``NeuronProcessGroup.allreduce`` calls first): one contiguous tensor of a dtype gloo reduces,
+``ReduceOp.SUM``, goes to gloo on its zero-copy CPU alias and sums across ranks; every other call
+is left to the general path untouched (None). Two gloo ranks in this process (two threads), so
+the sums are real. ``tests/distributed/test_collectives.py`` checks the whole backend through
+``dist.all_reduce`` on three processes."""
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from torch_neuronx import _C
+from torch_neuronx.distributed.aliases import GLOO_DTYPES
+
+EVERY_DTYPE = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
+
+
+@pytest.fixture(scope="module")
+def two_ranks():
+    """Two gloo backends (ranks 0 and 1) on one store, built concurrently (each waits for the other)."""
+    store = dist.HashStore()
+    ranks: list = [None, None]
+
+    def build(r: int) -> None:
+        ranks[r] = dist.ProcessGroupGloo(store, r, 2, timedelta(seconds=60))
+
+    threads = [threading.Thread(target=build, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert all(r is not None for r in ranks), "the two gloo ranks did not connect"
+    return ranks
+
+
+def on_both(two_ranks, tensors_of_rank, opts=None):
+    """``_allreduce_alias`` on both ranks (their tensors: ``tensors_of_rank(r)``); the two works."""
+    opts = opts or dist.AllreduceOptions()
+    tensors = [tensors_of_rank(r) for r in range(2)]
+    works = [_C._allreduce_alias(two_ranks[r], tensors[r], opts) for r in range(2)]
+    for w in works:
+        if w is not None:
+            w.wait(timedelta(seconds=60))
+    return tensors, works
+
+
+def test_cpp_dtype_set_is_gloo_dtypes():
+    for dtype in EVERY_DTYPE:
+        assert _C._gloo_reduces(dtype) == (dtype in GLOO_DTYPES), dtype
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.float64])
+def test_sums_across_ranks_in_place_on_the_device_tensor(two_ranks, dtype):
+    base = torch.arange(12).reshape(3, 4)
+    (t0, t1), works = on_both(two_ranks, lambda r: [(base * 10**r).to(dtype).to("neuron")])
+    assert all(w is not None for w in works)
+    for t in (t0, t1):
+        assert t[0].device.type == "neuron"
+        torch.testing.assert_close(t[0].cpu(), (base * 11).to(dtype))
+    # gloo ran on an alias of the device tensor's bytes: no copy
+    (out,) = works[0].result()
+    assert out.device.type == "cpu" and out.data_ptr() == t0[0].data_ptr()
+
+
+def test_cpu_tensors_are_passed_as_they_are(two_ranks):
+    (t0, t1), works = on_both(two_ranks, lambda r: [torch.full((5,), float(r + 1))])
+    assert all(w is not None for w in works)
+    for t in (t0, t1):
+        torch.testing.assert_close(t[0], torch.full((5,), 3.0))
+    assert works[0].result()[0].data_ptr() == t0[0].data_ptr()
+
+
+def other_calls():
+    """(name, tensors of a rank, options) the fast path must leave alone."""
+    opt_max = dist.AllreduceOptions()
+    opt_max.reduceOp = dist.ReduceOp.MAX
+    opt_avg = dist.AllreduceOptions()
+    opt_avg.reduceOp = dist.ReduceOp.AVG
+    opt_premul = dist.AllreduceOptions()
+    opt_premul.reduceOp = dist._make_nccl_premul_sum(2.0)
+    sum_opts = dist.AllreduceOptions()
+    return [
+        ("non-contiguous", lambda: [torch.ones(4, 3, device="neuron").t()], sum_opts),
+        ("two tensors", lambda: [torch.ones(3, device="neuron"), torch.ones(3, device="neuron")], sum_opts),
+        ("no tensor", lambda: [], sum_opts),
+        ("MAX", lambda: [torch.ones(3, device="neuron")], opt_max),
+        ("AVG", lambda: [torch.ones(3, device="neuron")], opt_avg),
+        ("PREMUL_SUM", lambda: [torch.ones(3, device="neuron")], opt_premul),
+        ("int16", lambda: [torch.ones(3, dtype=torch.int16, device="neuron")], sum_opts),
+        ("float8", lambda: [torch.ones(3, device="neuron").to(torch.float8_e4m3fn)], sum_opts),
+        ("meta", lambda: [torch.ones(3, device="meta")], sum_opts),
+        ("sparse", lambda: [torch.ones(3).to_sparse()], sum_opts),
+    ]
+
+
+@pytest.mark.parametrize("name,tensors,opts", other_calls(), ids=[c[0] for c in other_calls()])
+def test_every_other_call_is_left_to_the_general_path(two_ranks, name, tensors, opts):
+    ts = tensors()
+    before = [t.to_dense().cpu().clone() if t.device.type != "meta" else None for t in ts]
+    assert _C._allreduce_alias(two_ranks[0], ts, opts) is None, name
+    for t, b in zip(ts, before, strict=True):  # nothing was started: values unchanged
+        if b is not None:
+            assert torch.equal(t.to_dense().cpu(), b), name
