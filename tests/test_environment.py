@@ -132,3 +132,41 @@ def test_info_and_import_torch_show_what_is_set(py):
     assert "no effect     NEURON_RT_EXEC_TIMEOUT=5" in r.stdout, r.stdout
     assert "INFO torch_neuronx.runtime.environment: NEURON_RT_EXEC_TIMEOUT=5 has no effect" in r.stderr, r.stderr
     assert "NoEffectWarning: NEURON_CC_FLAGS asks neuronx-cc for --auto-cast=all" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), (" TRUE ", True), ("yes", True), ("On", True),
+                                             ("0", False), ("False", False), ("no", False), ("OFF", False)])
+def test_boolean_switches_read_every_spelling(monkeypatch, value, expected):
+    from torch_neuronx.compile.cache import cache_disabled
+    from torch_neuronx.compile.fallback import fallback_execution_allowed
+    from torch_neuronx.nki.dtypes import env_keep_fp32
+
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", value)
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", value)
+    monkeypatch.setenv("TORCH_NEURONX_NKI_KEEP_FP32", value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache_disabled() is expected
+        assert fallback_execution_allowed() is (not expected)
+        assert env_keep_fp32() is expected
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "enable"])
+def test_a_boolean_switch_that_is_not_a_boolean_warns_and_keeps_the_default(monkeypatch, value):
+    # "maybe" used to read as true for the NKI switch and as false for the other two, silently.
+    from torch_neuronx.compile.cache import cache_disabled
+    from torch_neuronx.compile.fallback import fallback_execution_allowed
+    from torch_neuronx.nki.dtypes import env_keep_fp32, get_keep_fp32
+
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", value)
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", value)
+    monkeypatch.setenv("TORCH_NEURONX_NKI_KEEP_FP32", value)
+    monkeypatch.delenv("NKI_PRECISE_FP", raising=False)
+    for read, default, name in [(cache_disabled, False, "TORCH_NEURONX_NEFF_DISABLE_CACHE"),
+                                (fallback_execution_allowed, False, "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"),
+                                (env_keep_fp32, None, "TORCH_NEURONX_NKI_KEEP_FP32")]:
+        getattr(environment, "_bad_flag_warned", set()).clear()  # warned once per value: start fresh
+        with pytest.warns(UserWarning, match=f"{name}='{value}' is not a boolean") as caught:
+            assert read() is default
+        assert "1/true/yes/on or 0/false/no/off" in str(caught[0].message)
+    assert get_keep_fp32(default=False) is False and get_keep_fp32(default=True) is True

@@ -55,6 +55,7 @@ import filelock
 from filelock import FileLock
 
 from . import metrics
+from ..runtime.environment import env_flag
 from .fallback import NeuronCompileError
 
 #: First bytes of every entry: "torch-neuronx Inductor graph, layout 1".
@@ -94,8 +95,9 @@ class CacheCorruptWarning(UserWarning):
 
 
 def cache_disabled() -> bool:
-    """True when ``TORCH_NEURONX_NEFF_DISABLE_CACHE`` is ``1``/``true``/``yes``."""
-    return os.environ.get("TORCH_NEURONX_NEFF_DISABLE_CACHE", "").strip().lower() in ("1", "true", "yes")
+    """True when ``TORCH_NEURONX_NEFF_DISABLE_CACHE`` is ``1``/``true``/``yes``/``on`` (any case); a
+    value that is not a boolean warns once and the cache stays on."""
+    return bool(env_flag("TORCH_NEURONX_NEFF_DISABLE_CACHE", False))
 
 
 def cache_dir() -> Path:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import os
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..runtime.environment import env_flag
 from . import metrics
 
 log = logging.getLogger(__name__)
@@ -84,12 +84,12 @@ def fallback_override(allowed: bool | None) -> Iterator[None]:
 def fallback_execution_allowed() -> bool:
     """Whether a graph that fails to compile runs eagerly: the ``fallback_execution`` option of the
     ``torch.compile`` being compiled (:func:`fallback_override`) when given, else True only when
-    ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION`` is ``0``, ``false`` or ``no`` (default: False)."""
+    ``TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION`` is ``0``, ``false``, ``no`` or ``off`` (default: False;
+    a value that is not a boolean warns once and the default applies)."""
     override = _override.get()
     if override is not None:
         return override
-    value = os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip().lower()
-    return value in ("0", "false", "no")
+    return not env_flag("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", True)
 
 
 def failure_message(what: str, graph_text: str, err: BaseException, limit: int = 20000) -> str:

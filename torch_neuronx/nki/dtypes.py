@@ -43,6 +43,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..runtime.environment import env_flag
 from .errors import err_unsupported_dtype
 
 __all__ = [
@@ -217,12 +218,12 @@ def finfo(dtype: Any) -> Any:
 
 
 def env_keep_fp32() -> bool | None:
-    """``TORCH_NEURONX_NKI_KEEP_FP32`` read now: True ("1"/"true"), False ("0"/"false"), or None when
-    unset or empty (then each entry point's default applies)."""
-    v = os.environ.get("TORCH_NEURONX_NKI_KEEP_FP32", "").strip().lower()
-    if v in ("", "none"):
+    """``TORCH_NEURONX_NKI_KEEP_FP32`` read now: True (``1``/``true``/``yes``/``on``), False
+    (``0``/``false``/``no``/``off``), or None when unset, empty or ``none`` (then each entry point's
+    default applies). Any other value warns once (``UserWarning``) and reads as unset."""
+    if os.environ.get("TORCH_NEURONX_NKI_KEEP_FP32", "").strip().lower() == "none":
         return None
-    return v not in ("0", "false", "no", "off")
+    return env_flag("TORCH_NEURONX_NKI_KEEP_FP32", None)
 
 
 _keep_fp32: bool | None = None     # set_keep_fp32 override; None: environment / entry-point default

@@ -242,3 +242,42 @@ def report_no_effect(env: Mapping[str, str] | None = None, lnc: int | None = Non
         for message in compiler_flag_warnings(env, lnc):
             warnings.warn(message, NoEffectWarning, stacklevel=2)
     return found
+
+
+#: How a boolean variable is written (case-insensitive): AWS's runtime reference accepts ``0``, ``1``,
+#: ``false`` and ``true``; ``yes``/``no``/``on``/``off`` are accepted too, as this package always did.
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+_bad_flag_warned: set[tuple[str, str]] = set()
+
+
+def env_flag(name: str, default: bool | None, env: Mapping[str, str] | None = None) -> bool | None:
+    """The boolean environment variable ``name`` read now.
+
+    Args:
+        name: e.g. ``"TORCH_NEURONX_NEFF_DISABLE_CACHE"``.
+        default: what an unset, empty or unreadable value means (None for a three-state switch whose
+            caller then applies its own default).
+        env: the environment (default ``os.environ``).
+
+    Returns:
+        True for ``1``/``true``/``yes``/``on``, False for ``0``/``false``/``no``/``off`` (any case,
+        surrounding spaces ignored), else ``default``.
+
+    Warns:
+        UserWarning: once per (variable, value) for a value that is none of those (``maybe``, ``2``),
+            naming the variable, the accepted values and the default applied, instead of guessing.
+    """
+    env = os.environ if env is None else env
+    value = env.get(name, "").strip()
+    low = value.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    if value and (name, value) not in _bad_flag_warned:
+        _bad_flag_warned.add((name, value))
+        shown = "unset" if default is None else str(int(default))
+        warnings.warn(f"{name}={value!r} is not a boolean: use 1/true/yes/on or 0/false/no/off (any case); "
+                      f"the default ({shown}) applies", UserWarning, stacklevel=3)
+    return default
