@@ -57,6 +57,9 @@ PACKAGE_DEPENDENCIES: Final[dict[str, str]] = {
                                                    "records its cost, calls it unchanged",
     "torch_neuronx.estimate.graphs.InductorCapture": "not a dependency: reads Inductor's scheduler nodes "
                                                      "after code generation",
+    "torch_neuronx.runtime.environment.env_flag": "not a dependency: reads the cache and fallback switches "
+                                                  "(whether to cache, whether a failed compile runs "
+                                                  "eagerly), never the code Inductor generates",
 }
 _CHUNK = 1 << 20
 
