@@ -104,3 +104,32 @@ def test_attention_rejects_unaligned_sequence():
     q = torch.randn(1, 1, 100, 64, device="neuron")
     with pytest.raises(ValueError, match="multiple of 128"):
         K.attention(q, q, q)
+
+
+@pytest.mark.parametrize("k_shape,v_shape", [
+    ((1, 2, 256, 64), (1, 2, 256, 64)),      # more keys than queries (cross-attention lengths)
+    ((1, 1, 128, 64), (1, 1, 128, 64)),      # grouped-query: fewer key/value heads
+    ((1, 2, 128, 64), (1, 2, 128, 32)),      # value head size other than d
+    ((2, 2, 128, 64), (2, 2, 128, 64)),      # another batch size
+])
+def test_attention_refuses_key_value_shapes_it_would_misread(k_shape, v_shape):
+    # The kernel reads k and v with q's [BH, S, d]; before the check these ran and returned a wrong
+    # output (0.76 from SDPA for 256 keys), through the public function and the op alike.
+    q = torch.randn(1, 2, 128, 64, device="neuron")
+    k, v = torch.randn(*k_shape, device="neuron"), torch.randn(*v_shape, device="neuron")
+    with pytest.raises(ValueError, match="same shape"):
+        K.attention(q, k, v)
+    with pytest.raises(ValueError, match="repeat_interleave"):
+        torch.ops.neuron_kernels.attention(q, k, v, 0.125)
+
+
+def test_attention_op_called_directly_names_the_sequence_rule():
+    q = torch.randn(1, 1, 100, 64, device="neuron")
+    with pytest.raises(ValueError, match="multiple of 128"):
+        torch.ops.neuron_kernels.attention(q, q, q, 0.125)
+
+
+def test_attention_refuses_mixed_dtypes():
+    q = torch.randn(1, 1, 128, 64, device="neuron")
+    with pytest.raises(ValueError, match="dtype"):
+        K.attention(q, q.to(torch.bfloat16), q)

@@ -1,9 +1,13 @@
 """Fused attention softmax(Q K^T * scale) V as an NKI kernel (one 128-row Q strip at a time) and op.
 
 Op: ``torch.ops.neuron_kernels.attention(q, k, v, scale) -> out``
-    q, k, v: [B, heads, S, d] (or [BH, S, d]) float32 / bfloat16 on ``neuron``; S a multiple of 128;
-    d <= 128; scale: float (usually d ** -0.5). out: q's shape, q.dtype. Non-causal, no mask
-    (ViT-style encoder attention).
+    q, k, v: [B, heads, S, d] (or [BH, S, d], [S, d]) float32 / bfloat16 on ``neuron``, all three of
+    the same shape and dtype (self-attention: as many key/value heads and keys as query heads and
+    queries); S a multiple of 128; d <= 128; scale: float (usually d ** -0.5). out: q's shape,
+    q.dtype. Non-causal, no mask (ViT-style encoder attention). Other shapes (grouped-query heads,
+    a key length other than the query length, a value head size other than d) raise ``ValueError``:
+    repeat the key/value heads (``k.repeat_interleave(n_rep, dim=-3)``) or use
+    ``F.scaled_dot_product_attention``. Empty inputs (no batch or head) give an empty output.
 Kernel (SPMD grid: one program per batch*head): K^T loaded once by DMA transpose ([d, S], d on the
 partitions); per 128-row Q strip: scores [128, S] = Q K^T in PSUM chunks of <= 512 columns, scaled
 into SBUF (fp32, never written to HBM), row max (Vector), exp with fused row sum (Scalar), P cast to
@@ -57,8 +61,26 @@ def attention_kernel(q: NkiTensor, k: NkiTensor, v: NkiTensor, scale: float) -> 
     return out
 
 
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Raises ``ValueError`` for inputs the kernel does not take (see the module docstring): it reads
+    keys and values with the query's shape, so any other shape would be silently misread."""
+    if q.dim() < 2 or q.shape != k.shape or q.shape != v.shape or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(
+            "neuron_kernels.attention: q, k and v must have the same shape [..., S, d] and dtype "
+            f"(self-attention), got q {tuple(q.shape)} {q.dtype}, k {tuple(k.shape)} {k.dtype}, "
+            f"v {tuple(v.shape)} {v.dtype}. For grouped-query attention repeat the key/value heads "
+            "(k.repeat_interleave(n_rep, dim=-3)); for other shapes use F.scaled_dot_product_attention")
+    S, d = q.shape[-2:]
+    if S % 128 or d > 128:
+        raise ValueError(f"neuron_kernels.attention: sequence length {S} must be a multiple of 128 and "
+                         f"head dim {d} <= 128 (pad the sequence, or use F.scaled_dot_product_attention)")
+
+
 @nki_op(f"{LIB}::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    _check(q, k, v)
+    if q.numel() == 0:
+        return torch.empty_like(q)
     S, d = q.shape[-2:]
     q3, k3, v3 = (t.reshape(-1, S, d) for t in (q, k, v))
     return attention_kernel[q3.shape[0]](q3, k3, v3, scale).reshape(q.shape)
@@ -88,9 +110,8 @@ _attention.register_autograd(_backward, setup_context=_setup)
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     """softmax(q k^T * scale) v (see module docstring); ``scale`` defaults to d ** -0.5;
-    differentiable. Raises ``ValueError`` when S is not a multiple of 128 or d > 128."""
-    S, d = q.shape[-2:]
-    if S % 128 or d > 128:
-        raise ValueError(f"neuron_kernels.attention: sequence length {S} must be a multiple of 128 and "
-                         f"head dim {d} <= 128 (pad the sequence, or use F.scaled_dot_product_attention)")
+    differentiable. Raises ``ValueError`` when q, k and v differ in shape or dtype, when S is not a
+    multiple of 128 or when d > 128."""
+    _check(q, k, v)
+    d = q.shape[-1]
     return _attention(q, k, v, float(scale if scale is not None else d ** -0.5))
