@@ -133,3 +133,75 @@ def test_attention_refuses_mixed_dtypes():
     q = torch.randn(1, 1, 128, 64, device="neuron")
     with pytest.raises(ValueError, match="dtype"):
         K.attention(q, q.to(torch.bfloat16), q)
+
+
+@pytest.mark.parametrize("shapes", [
+    ((3, 128), (256, 256), (256, 256), (256, 128)),      # w_gate has more rows than x's H
+    ((3, 128), (128, 256), (128, 256), (256, 256)),      # w_down wider than H
+    ((3, 128), (128, 256), (128, 128), (256, 128)),      # w_up narrower than w_gate
+])
+def test_swiglu_mlp_refuses_weights_of_other_shapes(shapes):
+    # Before the check the first two ran: the kernel read w_gate's first H rows / w_down's first H
+    # columns and returned a value where the PyTorch reference raises a shape error.
+    x, g, u, d = (torch.randn(*s, device="neuron") for s in shapes)
+    with pytest.raises(ValueError, match=r"w_gate \[H, I\]"):
+        K.swiglu_mlp(x, g, u, d)
+
+
+def test_swiglu_mlp_names_the_tile_rule_and_the_dtype_rule():
+    x = torch.randn(3, 128, device="neuron")
+    with pytest.raises(ValueError, match="multiple of 128"):
+        K.swiglu_mlp(x, torch.randn(128, 192, device="neuron"), torch.randn(128, 192, device="neuron"),
+                     torch.randn(192, 128, device="neuron"))
+    w = torch.randn(128, 128, device="neuron")
+    with pytest.raises(ValueError, match="one dtype"):
+        K.swiglu_mlp(x.to(torch.bfloat16), w, w, w)
+
+
+def test_kernels_take_empty_inputs_as_pytorch_does():
+    # No rows (an empty batch): PyTorch's ops return empty results and zero weight gradients; the
+    # kernels raised err_tensor_output_not_written_to (nothing for the tile loop to write).
+    def empty(*s):
+        return torch.randn(*s, device="neuron").requires_grad_()
+    x, w, b = empty(0, 64), empty(64), empty(64)
+    cases = [
+        (K.rms_norm(x, w), _llama_rmsnorm(x.detach().cpu(), w.detach().cpu())),
+        (K.layer_norm(x, w, b), F.layer_norm(x.detach().cpu(), (64,))),
+        (K.softmax(x), x.detach().cpu()),
+        (K.softmax(empty(4, 0)), torch.empty(4, 0)),
+        (K.swiglu_mlp(empty(0, 128), empty(128, 256), empty(128, 256), empty(256, 128)), torch.empty(0, 128)),
+        (K.attention(empty(0, 2, 128, 64), empty(0, 2, 128, 64), empty(0, 2, 128, 64)),
+         torch.empty(0, 2, 128, 64)),
+    ]
+    for out, exp in cases:
+        assert out.device.type == "neuron" and out.shape == exp.shape and out.dtype == exp.dtype
+    K.rms_norm(x, w).sum().backward()
+    K.layer_norm(x, w, b).sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), torch.zeros(64))
+    torch.testing.assert_close(b.grad.cpu(), torch.zeros(64))
+    assert x.grad.shape == (0, 64)
+
+
+def test_rms_norm_refuses_a_width_its_backward_cannot_hold_before_the_forward():
+    # H = 1031 (prime): dweight needs 1031 PSUM banks. The forward used to run and the backward to
+    # stop with a bare AssertionError; the docstring's "H <= 4096" missed it.
+    x = torch.randn(4, 1031, device="neuron", requires_grad=True)
+    w = torch.randn(1031, device="neuron", requires_grad=True)
+    with pytest.raises(ValueError, match="H=1031 needs 1031"):
+        K.rms_norm(x, w)
+    with torch.no_grad():                                       # inference: the forward kernel takes it
+        torch.testing.assert_close(K.rms_norm(x, w).cpu(), _llama_rmsnorm(x.cpu(), w.cpu()),
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"weight \[H\]"):
+        K.rms_norm(x.detach(), w.detach()[:8])
+
+
+def test_layer_norm_takes_no_weight_or_bias_like_torch():
+    x = _randn(5, 96)
+    w = _randn(96)
+    out = K.layer_norm(x.to("neuron"), None, None)
+    torch.testing.assert_close(out.cpu(), F.layer_norm(x, (96,)), rtol=1e-5, atol=1e-5)
+    out = K.layer_norm(x.to("neuron"), w.to("neuron"), None)
+    torch.testing.assert_close(out.cpu(), F.layer_norm(x, (96,), w), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"bias \[H\]"):
+        K.layer_norm(x.to("neuron"), w.to("neuron"), w[:32].to("neuron"))

@@ -4,7 +4,9 @@
 
 Op: ``torch.ops.neuron_kernels.layer_norm(x, weight, bias, eps) -> (y, mean, rstd)``;
 :func:`layer_norm` returns ``y``.
-    x: [..., H] float32 / bfloat16 / float16 on ``neuron``; weight, bias: [H]; eps: float.
+    x: [..., H] float32 / bfloat16 / float16 on ``neuron``; weight, bias: [H]; eps: float. The
+    function :func:`layer_norm` also takes ``None`` for either (as ``F.layer_norm``: ones / zeros);
+    other shapes raise ``ValueError``; no rows give empty results.
     y: [..., H] x.dtype; mean, rstd: [...] float32 (saved for backward).
 Statistics: ``bn_stats`` over free chunks of at most 512 (``nl.tile_size.bn_stats_fmax``; the chunk is
 the largest divisor of H <= 512), aggregated with ``bn_aggr`` (AWS LayerNorm tutorial: ~15% faster
@@ -69,6 +71,13 @@ def layernorm_fwd_kernel(x: NkiTensor, gamma: NkiTensor, beta: NkiTensor,
 @nki_op(f"{LIB}::layer_norm", mutates_args=())
 def _layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                 eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    H = x.shape[-1] if x.dim() else -1
+    if tuple(weight.shape) != (H,) or tuple(bias.shape) != (H,):
+        raise ValueError(f"neuron_kernels.layer_norm: needs x [..., H], weight [H] and bias [H], got x "
+                         f"{tuple(x.shape)}, weight {tuple(weight.shape)}, bias {tuple(bias.shape)}")
+    if x.numel() == 0:
+        stats = x.new_empty(x.shape[:-1], dtype=torch.float32)
+        return torch.empty_like(x), stats, stats.clone()
     y, mean, rstd = layernorm_fwd_kernel(rows(x), weight, bias, eps)
     return y.reshape(x.shape), mean.reshape(x.shape[:-1]), rstd.reshape(x.shape[:-1])
 
@@ -94,6 +103,15 @@ def _backward(ctx, dy, _dmean, _drstd):
 _layer_norm.register_autograd(_backward, setup_context=_setup)
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """LayerNorm of ``x`` [..., H] over the last axis (see module docstring); differentiable."""
+def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+               eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm of ``x`` [..., H] over the last axis (see module docstring); differentiable.
+
+    ``weight`` / ``bias`` ``None`` mean ones / zeros of x's dtype (``nn.LayerNorm(elementwise_affine=False)``
+    or ``bias=False``). Raises ``ValueError`` when a given weight or bias is not [H].
+    """
+    if weight is None or bias is None:
+        H = x.shape[-1] if x.dim() else 0
+        weight = x.new_ones(H) if weight is None else weight
+        bias = torch.zeros_like(weight) if bias is None else bias
     return _layer_norm(x, weight, bias, float(eps))[0]

@@ -8,7 +8,10 @@ Op: ``torch.ops.neuron_kernels.rms_norm(x, weight, eps) -> (y, rstd)``; :func:`r
 Backward (NKI, :func:`rmsnorm_bwd_kernel`): with n = x * rstd,
     dx = rstd * (dy*w - n * mean(dy*w*n, -1)),   dweight = sum_rows(dy * n)
 (dweight reduced over rows on the Tensor Engine: ones[128,1]^T @ (dy*n) accumulated in PSUM).
-Limits: H <= 4096 in backward (8 PSUM banks of 512 fp32 for dweight); rows are any count (masked tail).
+Limits: in backward, dweight is accumulated in at most 8 PSUM banks of a chunk of H (the largest
+divisor of H <= 512): H <= 4096 and H // chunk <= 8, so H = 4096 or 4000 trains but a prime H such as
+1031 does not (:func:`rms_norm` raises ``ValueError`` before the forward when a gradient is needed);
+rows are any count (masked tail; no rows give empty results). weight must be [H] (``ValueError``).
 """
 from __future__ import annotations
 
@@ -88,8 +91,28 @@ def rmsnorm_bwd_kernel(dy: NkiTensor, x: NkiTensor, w: NkiTensor,
     return dx, dw
 
 
+def _check(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """Raises ``ValueError`` unless ``weight`` is [H] for ``x`` [..., H]."""
+    if x.dim() == 0 or tuple(weight.shape) != (x.shape[-1],):
+        raise ValueError(f"neuron_kernels.rms_norm: needs x [..., H] and weight [H], got x {tuple(x.shape)} "
+                         f"and weight {tuple(weight.shape)}")
+
+
+def _backward_check(H: int) -> None:
+    """Raises ``ValueError`` when the backward kernel cannot hold dweight for ``H`` (module docstring)."""
+    banks = H // chunk(H, 512)
+    if banks > 8:
+        raise ValueError(f"neuron_kernels.rms_norm: the backward kernel needs H // (largest divisor of H "
+                         f"<= 512) <= 8 PSUM banks for dweight; H={H} needs {banks}. Train with "
+                         "torch.nn.RMSNorm (or LlamaRMSNorm), or call rms_norm under torch.no_grad()")
+
+
 @nki_op(f"{LIB}::rms_norm", mutates_args=())
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    _check(x, weight)
+    if x.numel() == 0:
+        out_dtype = torch.float32 if torch.float32 in (x.dtype, weight.dtype) else x.dtype
+        return x.new_empty(x.shape, dtype=out_dtype), x.new_empty(x.shape[:-1], dtype=torch.float32)
     y, rstd = rmsnorm_fwd_kernel(rows(x), weight, eps)
     return y.reshape(x.shape), rstd.reshape(x.shape[:-1])
 
@@ -97,6 +120,10 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.
 @nki_op(f"{LIB}::rms_norm_backward", mutates_args=())
 def _rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _check(x, weight)
+    _backward_check(x.shape[-1])
+    if x.numel() == 0:
+        return torch.empty_like(x), torch.zeros_like(weight)
     dx, dw = rmsnorm_bwd_kernel(rows(dy), rows(x), weight, rstd.reshape(-1, 1))
     return dx.reshape(x.shape), dw.reshape(weight.shape).to(weight.dtype)
 
@@ -116,5 +143,14 @@ _rms_norm.register_autograd(_backward, setup_context=_setup)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm of ``x`` [..., H] with ``weight`` [H] (see module docstring); differentiable."""
+    """RMSNorm of ``x`` [..., H] with ``weight`` [H] (see module docstring); differentiable.
+
+    Raises:
+        ValueError: ``weight`` is not [H]; or a gradient is needed (grad mode on and ``x`` or
+            ``weight`` requires grad) and H is beyond the backward kernel's limit (module docstring),
+            raised here rather than after the forward, in the backward.
+    """
+    _check(x, weight)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        _backward_check(x.shape[-1])
     return _rms_norm(x, weight, float(eps))[0]

@@ -1,10 +1,10 @@
 """Row softmax over the last axis as an NKI kernel and torch op.
 
 Op: ``torch.ops.neuron_kernels.softmax(x) -> y``, x: [..., C] float32 / bfloat16 / float16 on
-``neuron``; y: same shape and dtype. Any row count (masked tail tile); C up to ~8K (one [128, C] fp32
-tile per row strip in SBUF). Engines: row max on the Vector Engine (negated, so it is the bias of the
-next step), exp(x - max) with its row sum fused on the Scalar Engine (``activation_reduce``),
-reciprocal and scale on the Vector Engine. Math in fp32.
+``neuron``; y: same shape and dtype. Any row count (masked tail tile; none gives an empty y); C up
+to ~8K (one [128, C] fp32 tile per row strip in SBUF). Engines: row max on the Vector Engine
+(negated, so it is the bias of the next step), exp(x - max) with its row sum fused on the Scalar
+Engine (``activation_reduce``), reciprocal and scale on the Vector Engine. Math in fp32.
 Backward: PyTorch ops on ``neuron`` tensors, ``dx = y * (dy - sum(dy * y, -1))`` (registered with
 ``register_autograd``; no NKI backward yet).
 """
@@ -46,6 +46,8 @@ def softmax_kernel(x: NkiTensor) -> NkiTensor:
 
 @nki_op(f"{LIB}::softmax", mutates_args=())
 def _softmax(x: torch.Tensor) -> torch.Tensor:
+    if x.numel() == 0:                    # no rows or no columns: nothing to compute, as torch.softmax
+        return torch.empty_like(x)
     return softmax_kernel(rows(x)).reshape(x.shape)
 
 

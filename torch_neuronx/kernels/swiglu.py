@@ -3,7 +3,10 @@
 Op: ``torch.ops.neuron_kernels.swiglu_mlp(x, w_gate, w_up, w_down) -> out``
     x: [..., H]; w_gate, w_up: [H, I]; w_down: [I, H] (``x @ W`` layout: pass ``linear.weight.T`` for
     ``nn.Linear`` weights); float32 / bfloat16 on ``neuron``; out: [..., H] x.dtype.
-    H and I: multiples of min(128, H) / min(128, I) (contraction tiles on the partitions).
+    H and I: multiples of min(128, H) / min(128, I) (contraction tiles on the partitions); one dtype
+    for all four. Other shapes or mixed dtypes raise ``ValueError`` (the kernel reads the weights with
+    x's H and w_gate's I, so a mismatched weight would otherwise be read in part); no rows give an
+    empty output.
 Per 128-row strip (rows padded with zeros to a multiple of 128 by the wrapper): x strip loaded
 transposed ([H-tile, 128], the contraction on partitions), gate and up matmuls accumulated in PSUM over
 H tiles (fp32), silu(gate) * up on the Scalar/Vector engines straight from PSUM into an SBUF [128, I]
@@ -70,9 +73,32 @@ def swiglu_kernel(x: NkiTensor, wg: NkiTensor, wu: NkiTensor, wd: NkiTensor) -> 
     return out
 
 
+def _check(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> None:
+    """Raises ``ValueError`` for shapes or dtypes the kernel does not take (module docstring)."""
+    H = x.shape[-1] if x.dim() else 0
+    I = w_gate.shape[-1] if w_gate.dim() == 2 else 0  # noqa: E741  (the intermediate size)
+    got = (f"got x {tuple(x.shape)}, w_gate {tuple(w_gate.shape)}, w_up {tuple(w_up.shape)}, "
+           f"w_down {tuple(w_down.shape)}")
+    if not (x.dim() >= 1 and H > 0 and I > 0 and tuple(w_gate.shape) == (H, I)
+            and tuple(w_up.shape) == (H, I) and tuple(w_down.shape) == (I, H)):
+        raise ValueError(f"neuron_kernels.swiglu_mlp: needs x [..., H], w_gate [H, I], w_up [H, I], "
+                         f"w_down [I, H] (x @ W layout: pass nn.Linear weights as linear.weight.T); {got}")
+    if H % min(128, H) or I % min(128, I):
+        raise ValueError(f"neuron_kernels.swiglu_mlp: H={H} and I={I} must each be at most 128 or a "
+                         "multiple of 128 (the contraction is tiled over 128 partitions); pad the weights "
+                         "with zeros, or use the reference (F.silu(x @ w_gate) * (x @ w_up)) @ w_down")
+    if not x.dtype == w_gate.dtype == w_up.dtype == w_down.dtype:
+        raise ValueError(f"neuron_kernels.swiglu_mlp: x and the weights must share one dtype, got "
+                         f"{x.dtype}, {w_gate.dtype}, {w_up.dtype}, {w_down.dtype}: convert the weights "
+                         "with .to(x.dtype)")
+
+
 @nki_op(f"{LIB}::swiglu_mlp", mutates_args=())
 def _swiglu_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
                 w_down: torch.Tensor) -> torch.Tensor:
+    _check(x, w_gate, w_up, w_down)
+    if x.numel() == 0:
+        return torch.empty_like(x)
     x2 = rows(x)
     n = x2.shape[0]
     out = swiglu_kernel(pad_rows(x2), w_gate, w_up, w_down)
@@ -105,7 +131,8 @@ _swiglu_mlp.register_autograd(_backward, setup_context=_setup)
 
 def swiglu_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
     """Fused SwiGLU MLP (see module docstring); differentiable. Reference:
-    ``(F.silu(x @ w_gate) * (x @ w_up)) @ w_down``."""
+    ``(F.silu(x @ w_gate) * (x @ w_up)) @ w_down``. Raises ``ValueError`` for shapes or dtypes the
+    kernel does not take (module docstring)."""
     return _swiglu_mlp(x, w_gate, w_up, w_down)
 
 
