@@ -254,6 +254,24 @@ def test_sparse_tensors_are_refused_clearly():
         torch.randn(3, 3).to_sparse().to("neuron")
 
 
+@pytest.mark.parametrize("call", [
+    lambda s, d: torch.sparse.mm(s, d),
+    lambda s, d: torch.mm(s, d),
+    lambda s, d: s + d,
+    lambda s, d: d.add_(s),
+])
+def test_sparse_cpu_tensor_mixed_with_neuron_is_named_a_device_mix(call):
+    """A sparse CPU tensor with a dense neuron one dispatches to the sparse neuron key; the error
+    says the tensors are on two devices (as CUDA's does) and names both fixes, and each fix gives
+    the CPU's value."""
+    s, dense = torch.eye(3).to_sparse(), torch.arange(6.0).reshape(3, 2)
+    d = dense.to("neuron")
+    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device.*sparse CPU "
+                                           r"tensor and neuron tensors.*\.cpu\(\).*to_dense"):
+        call(s, d)
+    torch.testing.assert_close(torch.mm(s.to_dense().to("neuron"), d).cpu(), torch.mm(s, dense))
+
+
 @pytest.mark.parametrize("module", [torch.nn.Embedding, torch.nn.EmbeddingBag])
 def test_sparse_embedding_gradients_name_the_fix(module):
     """A sparse gradient is the one sparse tensor an ordinary model makes by itself: both embedding

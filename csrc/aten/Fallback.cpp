@@ -24,6 +24,7 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace torch_neuronx {
@@ -646,6 +647,37 @@ void unsupported_layout(
   const char* kind = keys.has(c10::DispatchKey::NestedTensorPrivateUse1) ? "nested"
       : keys.has(c10::DispatchKey::QuantizedPrivateUse1)                 ? "quantized"
                                                                          : "sparse";
+  // A sparse CPU tensor combined with dense neuron tensors also dispatches
+  // here (the key set's highest backend is PrivateUse1): that is a device mix,
+  // not a sparse tensor on the device, and the error must say which.
+  if (!keys.has(c10::DispatchKey::NestedTensorPrivateUse1) &&
+      !keys.has(c10::DispatchKey::QuantizedPrivateUse1)) {
+    const size_t n_args = op.schema().arguments().size();
+    bool sparse_on_neuron = false;
+    bool sparse_elsewhere = false;
+    auto visit = [&](const at::Tensor& t) {
+      if (t.defined() && t.layout() != c10::kStrided) {
+        (t.device().type() == c10::DeviceType::PrivateUse1 ? sparse_on_neuron : sparse_elsewhere) = true;
+      }
+    };
+    for (size_t i = stack->size() - std::min(n_args, stack->size()); i < stack->size(); ++i) {
+      const c10::IValue& v = (*stack)[i];
+      if (v.isTensor()) {
+        visit(v.toTensor());
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorVector()) {
+          visit(t);
+        }
+      }
+    }
+    TORCH_CHECK(
+        sparse_on_neuron || !sparse_elsewhere,
+        "Expected all tensors to be on the same device: ", n.name,
+        n.overload_name.empty() ? "" : ".", n.overload_name,
+        " was called with a sparse CPU tensor and neuron tensors. NeuronCores have no sparse "
+        "tensor support: compute on the CPU (move the neuron tensors there with .cpu()), or "
+        "densify the sparse tensor first (.to_dense().to(\"neuron\")).");
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(
       false,
       "neuron supports only dense (strided) tensors: ", n.name,
