@@ -35,9 +35,10 @@ Launches itself with torchrun (``python -m torch.distributed.run``, loopback) an
   - *Random arm order per round* (one seeded generator, the same draws on every rank, so the ranks
     issue the same collectives), instead of a fixed cycle that a periodic disturbance can alias.
   - *A block bootstrap interval* (``stats.median_block_bootstrap_ci``, blocks of ``BLOCK``
-    consecutive rounds): rounds next to each other share the machine's state, so an interval that
-    takes them as independent (the order-statistics interval used before) is too narrow and
-    excluded 1 for gloo against gloo.
+    consecutive rounds, or of a tenth of the rounds when that is fewer, so at least 10 blocks):
+    rounds next to each other share the machine's state, so an interval that takes them as
+    independent (the order-statistics interval used before) is too narrow and excluded 1 for gloo
+    against gloo.
   - Every call is preceded by a barrier on a group no timed arm uses; each rank times its own call
     and a round's time is the smallest over ranks (the last rank out of the barrier waits for
     nobody); each rank's intra-op threads are 1; 600 rounds up to 1 MiB.
@@ -103,7 +104,7 @@ def _init():
 
 
 def _repeats(size: int) -> int:
-    """Rounds of the all_reduce benchmark at ``size`` bytes (a multiple of ``BLOCK``)."""
+    """Rounds of the all_reduce benchmark at ``size`` bytes."""
     return 600 if size <= 2**20 else (240 if size <= 16 * 2**20 else (80 if size <= 64 * 2**20 else 40))
 
 
@@ -199,7 +200,8 @@ def worker_allreduce(max_mib: int, slow: dict[str, float]) -> dict:
 
 
 def _ci(values: list[float]) -> tuple[float, float]:
-    return median_block_bootstrap_ci(values, BLOCK)
+    """95% interval of the median of one size's per-round values (blocks: see the module docstring)."""
+    return median_block_bootstrap_ci(values, max(2, min(BLOCK, len(values) // 10)))
 
 
 def worker_fsdp2(max_mib: int) -> dict:
