@@ -7,6 +7,7 @@
 #include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
 #include "distributed/AllreduceFastPath.h"
+#include "distributed/AllreduceWork.h"
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
@@ -176,8 +177,9 @@ PYBIND11_MODULE(_C, m) {
       "_allreduce_alias",
       [](const c10::intrusive_ptr<c10d::Backend>& gloo,
          const std::vector<at::Tensor>& tensors,
-         const c10d::AllreduceOptions& opts) -> py::object {
-        c10::intrusive_ptr<c10d::Work> work = torch_neuronx::allreduce_alias(gloo, tensors, opts);
+         const c10d::AllreduceOptions& opts,
+         const py::object& explain) -> py::object {
+        c10::intrusive_ptr<c10d::Work> work = torch_neuronx::allreduce_alias(gloo, tensors, opts, explain);
         if (!work) {
           return py::none();
         }
@@ -186,8 +188,19 @@ PYBIND11_MODULE(_C, m) {
       py::arg("gloo"),
       py::arg("tensors"),
       py::arg("opts"),
+      py::arg("explain"),
       "gloo.allreduce on the CPU alias of tensors[0] when the call is one contiguous neuron (or CPU) tensor "
-      "of a dtype gloo reduces with ReduceOp.SUM; returns gloo's Work, or None (nothing done) otherwise.");
+      "of a dtype gloo reduces with ReduceOp.SUM; returns a Work over gloo's (result and future: `tensors`; "
+      "a failure raises DistBackendError with the message of explain('all_reduce', transport_error)), "
+      "or None (nothing done) otherwise.");
+  m.def(
+      "_allreduce_transfer",
+      [](const c10::intrusive_ptr<c10d::Work>& work) -> c10::intrusive_ptr<c10d::Work> {
+        auto* fast = dynamic_cast<torch_neuronx::AllreduceWork*>(work.get());
+        TORCH_CHECK(fast != nullptr, "_allreduce_transfer expects a work returned by _allreduce_alias");
+        return fast->transfer();
+      },
+      "The gloo work inside a work of _allreduce_alias (its result() is the CPU alias gloo reduced).");
   m.def("_gloo_reduces", [](const at::ScalarType& dtype) { return torch_neuronx::gloo_reduces(dtype); });
   m.def("_share_storage_fd", [](const at::Tensor& t) {
     // (fd, nbytes) of the memory file holding t's storage (moved into one if needed).

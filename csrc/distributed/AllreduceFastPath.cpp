@@ -2,8 +2,10 @@
 
 #include "aten/AdaptiveEager.h"
 #include "aten/Alias.h"
+#include "distributed/AllreduceWork.h"
 #include "runtime/Runtime.h"
 
+#include <torch/csrc/PyInterpreter.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace torch_neuronx {
@@ -30,7 +32,8 @@ bool gloo_reduces(c10::ScalarType dtype) {
 c10::intrusive_ptr<c10d::Work> allreduce_alias(
     const c10::intrusive_ptr<c10d::Backend>& gloo,
     const std::vector<at::Tensor>& tensors,
-    const c10d::AllreduceOptions& opts) {
+    const c10d::AllreduceOptions& opts,
+    const pybind11::handle& explain) {
   if (tensors.size() != 1 || opts.reduceOp.op_ != c10d::ReduceOp::SUM || opts.sparseIndices.has_value()) {
     return {};
   }
@@ -47,8 +50,13 @@ c10::intrusive_ptr<c10d::Work> allreduce_alias(
   } else {
     return {}; // another device: the general path names it
   }
-  pybind11::gil_scoped_release no_gil; // as torch's own binding of Backend.allreduce
-  return gloo->allreduce(aliases, opts);
+  c10::SafePyObject diagnosis(explain.inc_ref().ptr(), getPyInterpreter());
+  c10::intrusive_ptr<c10d::Work> transfer;
+  {
+    pybind11::gil_scoped_release no_gil; // as torch's own binding of Backend.allreduce
+    transfer = gloo->allreduce(aliases, opts);
+  }
+  return c10::make_intrusive<AllreduceWork>(std::move(transfer), tensors, std::move(diagnosis));
 }
 
 } // namespace torch_neuronx

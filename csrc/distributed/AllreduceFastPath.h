@@ -16,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <pybind11/pytypes.h>
 
 #include <vector>
 
@@ -31,10 +32,14 @@ bool gloo_reduces(c10::ScalarType dtype);
 // ReduceOp::SUM. Returns a null pointer otherwise, having done nothing: the
 // caller's general path then checks, refuses or stages the call. Runs any
 // queued Adaptive Eager work first (gloo reads the bytes). Call with the GIL
-// held; it is released while gloo enqueues the transfer.
+// held; it is released while gloo enqueues the transfer. The work returned is
+// an AllreduceWork (distributed/AllreduceWork.h) over gloo's: its result and
+// future are `tensors`, and on failure it raises what the Python callable
+// `explain(op, transport_error)` returns (the process group's diagnosis).
 c10::intrusive_ptr<c10d::Work> allreduce_alias(
     const c10::intrusive_ptr<c10d::Backend>& gloo,
     const std::vector<at::Tensor>& tensors,
-    const c10d::AllreduceOptions& opts);
+    const c10d::AllreduceOptions& opts,
+    const pybind11::handle& explain);
 
 } // namespace torch_neuronx

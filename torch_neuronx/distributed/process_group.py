@@ -362,11 +362,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def allreduce(  # type: ignore[override]
         self, tensors: list[torch.Tensor] | torch.Tensor,
         opts: dist.AllreduceOptions | dist.ReduceOp | None = None,
-    ) -> NeuronWork:
+    ) -> dist.Work:
         """All-reduce each tensor in place (any shape, any dtype gloo reduces).
 
         Also takes the C++ group's other Python forms, ``allreduce(tensor)`` and
         ``allreduce(tensor_or_list, op)`` (DDP's unused-parameter sync under ``Join`` calls the first).
+
+        Returns:
+            The handle: for one contiguous tensor of a dtype gloo reduces with ``ReduceOp.SUM`` (what
+            ``dist.all_reduce`` and DDP's buckets pass), a C++ ``Work`` made by ``_C._allreduce_alias``
+            (``csrc/distributed/AllreduceWork.h``); otherwise a :class:`NeuronWork`. Both resolve to
+            ``tensors`` and raise the same diagnosed ``DistBackendError`` on failure.
 
         Raises:
             RuntimeError: for ``PREMUL_SUM``, naming the fix.
@@ -377,13 +383,16 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 and self._coalesced is None and _estimate.current is None):
             # What ``dist.all_reduce`` and DDP's buckets pass: a list, options. The common case (one
             # contiguous tensor of a dtype gloo reduces, SUM) needs none of the general path's staging,
-            # dtype carriers or refusals, so one C++ call decides it and starts gloo on the alias (None:
-            # not that case, nothing done). Between two collectives other code evicts this path from
-            # the caches, and cold, each Python-to-C++ call costs 4-20 µs: the checks made one by one
-            # here cost ~50 µs of CPU per rank per call, which a busy machine turns into wall time.
-            transfer = _allreduce_alias(self._gloo, tensors, opts)
-            if transfer is not None:
-                return NeuronWork([transfer], tensors[:], None, "all_reduce", self._explain)
+            # dtype carriers or refusals, so one C++ call decides it, starts gloo on the alias and
+            # returns a C++ handle that behaves as a NeuronWork would (result and future: ``tensors``;
+            # a failure raises ``self._explain``'s diagnosis), or returns None having done nothing.
+            # Between two collectives other code evicts this path from the caches, and cold, each
+            # Python-to-C++ call or Python object costs 4-20 µs: the checks made one by one here and
+            # a Python handle cost ~70 µs of CPU per rank per call, which a busy machine turns into
+            # wall time.
+            work = _allreduce_alias(self._gloo, tensors, opts, self._explain)
+            if work is not None:
+                return work
         if isinstance(tensors, torch.Tensor):
             tensors = [tensors]
         if isinstance(opts, (dist.ReduceOp, dist.ReduceOp.RedOpType)):
