@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -201,6 +202,14 @@ PYBIND11_MODULE(_C, m) {
         return fast->transfer();
       },
       "The gloo work inside a work of _allreduce_alias (its result() is the CPU alias gloo reduced).");
+  m.def(
+      "_boxed_reduce_op",
+      [](const c10d::ReduceOp& op) -> py::object {
+        return torch::jit::toPyObject(c10::IValue(c10::make_intrusive<c10d::ReduceOp>(op)));
+      },
+      py::arg("op"),
+      "The TorchScript object (__torch__.torch.classes.c10d.ReduceOp) of a ReduceOp, as the c10d::* ops take "
+      "it: what ProcessGroup's C++ methods pass when they dispatch a collective (Python cannot build one).");
   m.def("_gloo_reduces", [](const at::ScalarType& dtype) { return torch_neuronx::gloo_reduces(dtype); });
   m.def("_share_storage_fd", [](const at::Tensor& t) {
     // (fd, nbytes) of the memory file holding t's storage (moved into one if needed).

@@ -6,6 +6,7 @@
 #include "runtime/Runtime.h"
 
 #include <torch/csrc/PyInterpreter.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace torch_neuronx {
@@ -36,6 +37,9 @@ c10::intrusive_ptr<c10d::Work> allreduce_alias(
     const pybind11::handle& explain) {
   if (tensors.size() != 1 || opts.reduceOp.op_ != c10d::ReduceOp::SUM || opts.sparseIndices.has_value()) {
     return {};
+  }
+  if (c10::impl::TorchDispatchModeTLS::any_modes_set()) {
+    return {}; // a dispatch mode (CommDebugMode, ...) must see c10d::allreduce_: the general path dispatches it
   }
   const at::Tensor& t = tensors[0];
   if (!t.defined() || t.layout() != c10::kStrided || !gloo_reduces(t.scalar_type()) || !t.is_contiguous()) {

@@ -29,7 +29,9 @@ bool gloo_reduces(c10::ScalarType dtype);
 // Starts `gloo->allreduce` on the CPU alias of `tensors[0]` and returns its
 // work when the call is the plain case: exactly one tensor, contiguous, on a
 // neuron device (or the CPU, passed as is), of a dtype gloo reduces, with
-// ReduceOp::SUM. Returns a null pointer otherwise, having done nothing: the
+// ReduceOp::SUM, and no TorchDispatchMode is active (a mode must see the
+// c10d::allreduce_ op that the general path then dispatches). Returns a null
+// pointer otherwise, having done nothing: the
 // caller's general path then checks, refuses or stages the call. Runs any
 // queued Adaptive Eager work first (gloo reads the bytes). Call with the GIL
 // held; it is released while gloo enqueues the transfer. The work returned is

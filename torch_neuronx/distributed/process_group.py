@@ -20,6 +20,10 @@ them) and those ``torch.distributed``'s Python functions look up (``scatter``,
 ``PRODUCT``, ``MIN``, ``MAX`` (and the bitwise ones on integers), as gloo
 implements them; ``PREMUL_SUM`` is not supported (gloo rejects it).
 
+Dispatch modes: while a ``TorchDispatchMode`` is active (``CommDebugMode``, ...), a collective of
+``neuron`` tensors is dispatched as the ``c10d::*`` op a C++ group's method dispatches, whose ``neuron``
+kernel then runs the method (:mod:`.c10d_ops`), so the mode sees it as it sees gloo's.
+
 Failures: a collective whose peer died or timed out raises
 ``torch.distributed.DistBackendError`` naming the rank(s) that stopped
 (:mod:`.health`), after at most the group's timeout.
@@ -37,7 +41,7 @@ from torch.distributed.distributed_c10d import AllgatherOptions  # not re-export
 
 from .. import _C
 from ..estimate import active as _estimate
-from . import health
+from . import c10d_ops, health
 from .aliases import GLOO_DTYPES, byte_carriers, check_reducible, contiguous_aliases, cpu_alias
 from .work import NeuronWork
 
@@ -398,6 +402,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if isinstance(opts, (dist.ReduceOp, dist.ReduceOp.RedOpType)):
             op, opts = opts, dist.AllreduceOptions()
             opts.reduceOp = op
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("allreduce_", self, tensors, opts)
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.AllreduceOptions, reduces=True)
 
@@ -405,6 +411,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, tensors: list[torch.Tensor], opts: dist.AllreduceCoalescedOptions | None = None
     ) -> NeuronWork:
         """All-reduce a list of same-dtype tensors in one transfer."""
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("allreduce_coalesced_", self, tensors, opts)
         return self._collective("all_reduce_coalesced", self._gloo.allreduce_coalesced, outputs=tensors,
                                 read=True, opts=opts, opts_type=dist.AllreduceCoalescedOptions, reduces=True)
 
@@ -423,6 +431,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             opts.rootRank = root
             if op is not None:
                 opts.reduceOp = op
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("reduce_", self, tensors, opts)
         return self._collective("reduce", self._gloo.reduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.ReduceOptions, reduces=True)
 
@@ -431,6 +441,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         opts: dist.ReduceScatterOptions | None = None,
     ) -> NeuronWork:
         """Reduce ``input_lists[0][i]`` over ranks into rank i's ``outputs[0]``."""
+        if c10d_ops.active(outputs, input_lists):
+            return c10d_ops.dispatch("reduce_scatter_", self, outputs, input_lists, opts)
         return self._collective("reduce_scatter", self._gloo.reduce_scatter, outputs=outputs, inputs=input_lists,
                                 opts=opts, opts_type=dist.ReduceScatterOptions, reduces=True)
 
@@ -461,6 +473,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             ValueError: the input does not hold ``size`` times the output's elements.
         """
+        if c10d_ops.active(output):
+            return c10d_ops.dispatch("_reduce_scatter_base_", self, output, input, opts)
         self._check_sizes("reduce_scatter_tensor", input, output, "input")
         return self._collective("reduce_scatter_tensor", self._flat_reduce_scatter, outputs=output,
                                 inputs=input, opts=opts, opts_type=dist.ReduceScatterOptions, reduces=True)
@@ -472,6 +486,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         opts: dist.ReduceScatterOptions | None = None,
     ) -> NeuronWork:
         """Several ``reduce_scatter_tensor`` in one handle."""
+        if c10d_ops.active(outputs):
+            return c10d_ops.dispatch("reduce_scatter_tensor_coalesced_", self, outputs, inputs, opts)
         return self._many(
             "reduce_scatter_tensor_coalesced",
             [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
@@ -495,6 +511,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             ValueError: the input's element count differs from ``output_lists[0][rank]``'s.
             TypeError: the input and outputs do not all have one dtype.
         """
+        if c10d_ops.active(inputs):
+            return c10d_ops.dispatch("allgather_", self, output_lists, inputs, opts)
         outs = output_lists[0] if len(output_lists) == 1 else None
         if outs is None or len({t.numel() for t in outs}) <= 1:
             return self._collective("all_gather", self._gloo.allgather, outputs=output_lists, inputs=inputs,
@@ -535,6 +553,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         opts: AllgatherOptions | None = None,
     ) -> NeuronWork:
         """``all_gather_coalesced``: one ``all_gather`` per input tensor, one handle."""
+        if c10d_ops.active(inputs):
+            return c10d_ops.dispatch("allgather_coalesced_", self, output_lists, inputs, opts)
         return self._collective("all_gather_coalesced", self._gloo.allgather_coalesced, outputs=output_lists,
                                 inputs=inputs, opts=opts, opts_type=AllgatherOptions)
 
@@ -547,6 +567,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             ValueError: the output does not hold ``size`` times the input's elements.
         """
+        if c10d_ops.active(input):
+            return c10d_ops.dispatch("_allgather_base_", self, output, input, opts)
         self._check_sizes("all_gather_into_tensor", output, input, "output")
         return self._collective("all_gather_into_tensor", self._flat_allgather, outputs=output,
                                 inputs=input, opts=opts, opts_type=AllgatherOptions)
@@ -557,6 +579,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: AllgatherOptions | None = None
     ) -> NeuronWork:
         """Several ``all_gather_into_tensor`` in one handle."""
+        if c10d_ops.active(inputs):
+            return c10d_ops.dispatch("allgather_into_tensor_coalesced_", self, outputs, inputs, opts)
         return self._many(
             "all_gather_into_tensor_coalesced",
             [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
@@ -579,6 +603,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             TypeError: the input and outputs do not all have one dtype.
         """
+        if c10d_ops.active(inputs):
+            return c10d_ops.dispatch("gather_", self, output_lists, inputs, opts)
         opts = opts if opts is not None else dist.GatherOptions()
         outs = output_lists[0] if output_lists else []
         self._one_dtype("gather", [*outs, *inputs])
@@ -639,6 +665,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             TypeError: the inputs and the output do not all have one dtype.
         """
+        if c10d_ops.active(outputs):
+            return c10d_ops.dispatch("scatter_", self, outputs, input_lists, opts)
         opts = opts if opts is not None else dist.ScatterOptions()
         ins = input_lists[0] if input_lists else []
         self._one_dtype("scatter", [*outputs, *ins])
@@ -657,6 +685,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if isinstance(opts, int):
             root, opts = opts, dist.BroadcastOptions()
             opts.rootRank = root
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("broadcast_", self, tensors, opts)
         return self._collective("broadcast", self._gloo.broadcast, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.BroadcastOptions)
 
@@ -667,6 +697,9 @@ class NeuronProcessGroup(dist.ProcessGroup):
     ) -> NeuronWork:
         """``all_to_all_single``: dim-0 slices of ``input`` (sizes ``input_split_sizes``, or
         equal) go to each rank; ``output`` receives rank r's slice at the r-th offset."""
+        if c10d_ops.active(input):
+            return c10d_ops.dispatch("alltoall_base_", self, output, input, output_split_sizes, input_split_sizes,
+                                     opts)
         return self._collective("all_to_all_single", self._gloo.alltoall_base, outputs=output, inputs=input,
                                 extra=(list(output_split_sizes), list(input_split_sizes)),
                                 opts=opts, opts_type=dist.AllToAllOptions)
@@ -684,6 +717,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         Raises:
             TypeError: the tensors do not all have one dtype.
         """
+        if c10d_ops.active(inputs):
+            return c10d_ops.dispatch("alltoall_", self, outputs, inputs, opts)
         if len({t.numel() for t in (*outputs, *inputs)}) <= 1:
             return self._collective("all_to_all", self._gloo.alltoall, outputs=outputs, inputs=inputs,
                                     opts=opts, opts_type=dist.AllToAllOptions)
@@ -710,15 +745,21 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # --------------------------------------------------------- point to point
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int) -> NeuronWork:
         """Sends ``tensors[0]`` to group rank ``dst``."""
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("send", self, tensors, dst, tag)
         return self._collective(f"send to rank {dst}", self._gloo.send, inputs=tensors, extra=(dst, tag),
                                 result=tensors)
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int) -> NeuronWork:
         """Receives into ``tensors[0]`` from group rank ``src``."""
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("recv_", self, tensors, src, tag)
         return self._collective(f"recv from rank {src}", self._gloo.recv, outputs=tensors, extra=(src, tag))
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> NeuronWork:
         """Receives into ``tensors[0]`` from any rank (``work.source_rank()`` says which)."""
+        if c10d_ops.active(tensors):
+            return c10d_ops.dispatch("recv_any_source_", self, tensors, tag)
         return self._collective("recv from any rank", self._gloo.recv_anysource, outputs=tensors, extra=(tag,))
 
     # ---------------------------------------------------------- synchronisation

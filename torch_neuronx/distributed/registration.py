@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
-from . import functional_out, rendezvous, tp_degree
+from . import c10d_ops, functional_out, rendezvous, tp_degree
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     to name a rank that died); a sub-group installs the TP-degree check
     (:func:`.tp_degree.install_forward_check`). The first group also registers the ``neuron``
     kernel of ``_c10d_functional.all_gather_into_tensor_out``
-    (:func:`.functional_out.register_kernels`). A backend string that also maps
+    (:func:`.functional_out.register_kernels`) and of the ``c10d::*`` collective ops that dispatch modes
+    see (:func:`.c10d_ops.register_kernels`). A backend string that also maps
     ``cpu`` to ``gloo`` (``"cpu:gloo,neuron:neuron"``, the form CUDA users write
     as ``"cpu:gloo,cuda:nccl"``) registers the group's gloo transport for CPU
     tensors as well (:meth:`NeuronProcessGroup.serve_cpu_as_gloo`), so the group
@@ -48,6 +49,7 @@ def create_process_group(opts: _DistributedBackendOptions, backend_options: obje
     """
     rendezvous.apply_launcher_environment()
     functional_out.register_kernels()
+    c10d_ops.register_kernels(NeuronProcessGroup)
     if not dist.is_initialized():
         rendezvous.fill_root_comm_id(opts.store, opts.group_size)
     global_ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
