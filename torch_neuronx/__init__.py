@@ -77,6 +77,10 @@ def _autoload() -> None:
     from .device import sharing as _sharing
 
     _sharing.register()
+    # torch.from_dlpack(t) of a neuron tensor: __dlpack_device__ knows the renamed device.
+    from .device import dlpack as _dlpack
+
+    _dlpack.install()
     # A clean exit after neuron backward passes (the autograd device threads' exit race).
     from .device import autograd_exit as _autograd_exit
 
