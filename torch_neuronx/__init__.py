@@ -69,6 +69,10 @@ def _autoload() -> None:
     from .ops import flop_formulas as _flop_formulas
 
     _flop_formulas.register()
+    # matmul, linear, ... of a nested tensor on neuron: the nested-tensor error, not PyTorch's internal one.
+    from .ops import nested_refusals as _nested_refusals
+
+    _nested_refusals.register()
     # With TORCH_NEURONX_LOG_LEVEL=2/3, the ops that ran as host fallbacks are logged at exit.
     from .ops import tracking as _tracking
 
