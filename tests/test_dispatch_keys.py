@@ -311,6 +311,34 @@ def test_nested_tensors_are_refused_when_built_on_neuron():
         nt.cpu()
 
 
+def test_composite_ops_with_a_cpu_nested_kernel_refuse_a_nested_tensor_on_neuron():
+    """matmul, linear, chunk, narrow have a NestedTensorCPU kernel of their own, because their
+    composite kernel cannot take a nested tensor; on neuron the composite ran and stopped with
+    "Internal error: NestedTensorImpl doesn't support sizes. Please file an issue." (matmul, linear).
+    They now give the nested-tensor refusal naming the op; on the CPU they still compute."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        parts = [torch.randn(2, 3, 4), torch.randn(2, 2, 4)]
+        others = [torch.randn(2, 4, 3), torch.randn(2, 4, 2)]
+        nt = torch.nested.nested_tensor(parts, device="neuron")
+        nt2 = torch.nested.nested_tensor(others, device="neuron")
+        w = torch.randn(5, 4)
+        for op, call in [("aten::matmul", lambda: torch.matmul(nt, nt2)),
+                         ("aten::linear", lambda: torch.nn.functional.linear(nt, w.to("neuron"))),
+                         ("aten::chunk", lambda: nt.chunk(2, -1)),
+                         ("aten::narrow", lambda: nt.narrow(-1, 0, 2))]:
+            with pytest.raises(NotImplementedError, match=f"neuron supports only dense.*{op} was called with a nested"):
+                call()
+        # The CPU's nested kernels are untouched: values equal the per-component results.
+        cpu = torch.nested.nested_tensor(parts)
+        got = torch.matmul(cpu, torch.nested.nested_tensor(others)).unbind()
+        for g, a, b in zip(got, parts, others, strict=True):
+            torch.testing.assert_close(g, a @ b)
+        rows = [torch.randn(3, 4), torch.randn(2, 4)]
+        for g, a in zip(torch.nn.functional.linear(torch.nested.nested_tensor(rows), w).unbind(), rows, strict=True):
+            torch.testing.assert_close(g, a @ w.t())
+
+
 _NESTED_OF_LEAVES = """
 import warnings, torch
 warnings.simplefilter("ignore")

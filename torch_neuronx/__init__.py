@@ -69,6 +69,10 @@ def _autoload() -> None:
     from .ops import flop_formulas as _flop_formulas
 
     _flop_formulas.register()
+    # matmul, linear, ... of a nested tensor on neuron: the nested-tensor error, not PyTorch's internal one.
+    from .ops import nested_refusals as _nested_refusals
+
+    _nested_refusals.register()
     # With TORCH_NEURONX_LOG_LEVEL=2/3, the ops that ran as host fallbacks are logged at exit.
     from .ops import tracking as _tracking
 
@@ -77,6 +81,10 @@ def _autoload() -> None:
     from .device import sharing as _sharing
 
     _sharing.register()
+    # torch.from_dlpack(t) of a neuron tensor: __dlpack_device__ knows the renamed device.
+    from .device import dlpack as _dlpack
+
+    _dlpack.install()
     # A clean exit after neuron backward passes (the autograd device threads' exit race).
     from .device import autograd_exit as _autograd_exit
 
