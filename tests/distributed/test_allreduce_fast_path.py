@@ -22,8 +22,7 @@ from torch_neuronx.distributed.aliases import GLOO_DTYPES
 EVERY_DTYPE = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 
 
-@pytest.fixture(scope="module")
-def two_ranks():
+def connect_two_gloo_ranks() -> list:
     """Two gloo backends (ranks 0 and 1) on one store, built concurrently (each waits for the other)."""
     store = dist.HashStore()
     ranks: list = [None, None]
@@ -38,6 +37,12 @@ def two_ranks():
         t.join(90)
     assert all(r is not None for r in ranks), "the two gloo ranks did not connect"
     return ranks
+
+
+@pytest.fixture(scope="module")
+def two_ranks():
+    """Two connected gloo ranks shared by the module's tests."""
+    return connect_two_gloo_ranks()
 
 
 def on_both(two_ranks, tensors_of_rank, opts=None):
@@ -100,18 +105,7 @@ def test_the_future_resolves_to_the_device_tensors(two_ranks):
 @pytest.fixture
 def lonely_rank():
     """Rank 0 of a two-rank gloo group whose rank 1 never takes part in a collective."""
-    store = dist.HashStore()
-    ranks: list = [None, None]
-
-    def build(r: int) -> None:
-        ranks[r] = dist.ProcessGroupGloo(store, r, 2, timedelta(seconds=60))
-
-    threads = [threading.Thread(target=build, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(90)
-    assert all(r is not None for r in ranks), "the two gloo ranks did not connect"
+    ranks = connect_two_gloo_ranks()
     yield ranks[0]
     for r in ranks:
         r.abort()

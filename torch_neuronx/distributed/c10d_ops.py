@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.distributed_c10d import AllgatherOptions  # not re-exported by torch.distributed
 from torch.utils import _python_dispatch
+from torch.utils import _pytree as pytree
 
 from .. import _C
 
@@ -52,14 +53,8 @@ _state = _State()
 
 
 def _first_tensor(x: Any) -> torch.Tensor | None:
-    if isinstance(x, torch.Tensor):
-        return x
-    if isinstance(x, (list, tuple)):
-        for item in x:
-            t = _first_tensor(item)
-            if t is not None:
-                return t
-    return None
+    """The first tensor among ``x``'s leaves (nested lists/tuples), or None."""
+    return next((t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)), None)
 
 
 def active(*tensor_args: Any) -> bool:
