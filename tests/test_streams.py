@@ -41,6 +41,17 @@ def test_events_record_wait_time():
     ev.wait()
 
 
+def test_elapsed_time_between_events_of_two_cores_is_refused():
+    # each core keeps its own time (as each CUDA device does): only same-core intervals are timed
+    first, second, again = (torch.Event("neuron", enable_timing=True) for _ in range(3))
+    first.record(torch.neuron.current_stream(0))
+    second.record(torch.neuron.current_stream(1))
+    again.record(torch.neuron.current_stream(0))
+    with pytest.raises(ValueError, match=r"different NeuronCores \(neuron:0 and neuron:1\)"):
+        first.elapsed_time(second)
+    assert 0 <= first.elapsed_time(again) < 60_000
+
+
 def test_stream_context_restores_the_current_device_and_both_streams():
     torch.accelerator.set_device_index(0)
     here, there = torch.neuron.current_stream(0), torch.neuron.current_stream(1)

@@ -84,10 +84,10 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void record(
       void** event,
-      const c10::Stream& /*stream*/,
+      const c10::Stream& stream,
       const c10::DeviceIndex /*device_index*/,
       const c10::EventFlag flag) const override {
-    record_event(event, flag == c10::EventFlag::BACKEND_DEFAULT);
+    record_event(event, flag == c10::EventFlag::BACKEND_DEFAULT, stream.device_index());
   }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
   bool queryEvent(void* /*event*/) const override {
