@@ -16,6 +16,16 @@ def test_budget_per_core():
         torch_neuronx.max_memory(fraction=0)
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    ({"fraction": "0.9"}, r"fraction='0.9'\): the fraction is a number in \(0, 1\]"),  # was: '<' not supported
+    ({"fraction": True}, r"fraction=True"),                                          # was: taken as 1.0
+    ({"include_cpu": "no"}, r"include_cpu='no'\): True or False"),                  # was: truthy, cpu offered
+])
+def test_arguments_of_the_wrong_type_are_named(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        torch_neuronx.max_memory(**kwargs)
+
+
 def test_device_map_auto_places_on_neuron_cores(tmp_path):
     cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=4)

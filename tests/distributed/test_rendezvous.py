@@ -85,6 +85,14 @@ def test_tp_degree_must_divide_heads_and_kv_heads():
         check_tp_degree(config, 3)
 
 
+@pytest.mark.parametrize("tp_size", ["2", 2.0, True])
+def test_tp_degree_that_is_not_an_int_is_named(tp_size):
+    # "2" failed with "'<' not supported between 'str' and 'int'"; 2.0 and True (as 1) passed the check
+    config = LlamaConfig(num_attention_heads=8, num_key_value_heads=2, hidden_size=64)
+    with pytest.raises(TypeError, match=r"tp_size=.*: the tensor-parallel degree is an int"):
+        check_tp_degree(config, tp_size)
+
+
 def test_torchrun_ranks_drive_their_local_core():
     proc = torchrun("rendezvous_env", 2)
     assert proc.returncode == 0, report(proc)

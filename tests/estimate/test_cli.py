@@ -75,6 +75,30 @@ def test_bad_setups_name_the_problem(capsys, model_dir, args, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--task", "decode", "--kv-len", "0"], "--kv-len 0: must be at least 1"),          # was: silently --seq
+    (["--task", "decode", "--kv-len", "-5"], "--kv-len -5: must be at least 1"),        # was: a traceback
+    (["--task", "prefill", "--kv-len", "32"], "--kv-len 32 is the KV-cache length of a decode step"),
+    (["--task", "prefill", "--layers", "0"], "--layers 0: must be at least 1"),         # was: every layer
+    (["--task", "prefill", "--layers", "-2"], "--layers -2: must be at least 1"),       # was: no layer at all
+    (["--task", "train", "--pp", "2", "--microbatches", "0"], "--microbatches 0: must be at least 1"),
+    (["--task", "train", "--microbatches", "4"], "use --grad-accum"),                    # was: ignored
+    (["--task", "prefill", "--price-per-hour", "nan"], "a price must be a finite number"),  # was: $nan per step
+    (["--task", "prefill", "--trace", "/nonexistent-folder/t.json"], "/nonexistent-folder does not exist"),
+])
+def test_bad_values_are_refused_before_the_run(capsys, model_dir, args, message):
+    assert main(["estimate", "--model", str(model_dir), "--seq", "64", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_layers_and_kv_len_given_are_used(capsys, model_dir):
+    one = run_json(capsys, "--model", str(model_dir), "--task", "decode", "--seq", "64", "--kv-len", "32",
+                   "--layers", "1")
+    two = run_json(capsys, "--model", str(model_dir), "--task", "decode", "--seq", "64", "--kv-len", "32")
+    assert one["notes"][-1].startswith("decode against a static KV cache of 32 positions")
+    assert one["step_time_s"] < two["step_time_s"]
+
+
 def test_missing_config_names_the_presets(capsys, tmp_path):
     assert main(["estimate", "--model", str(tmp_path / "nowhere"), "--task", "prefill"]) == 2
     err = capsys.readouterr().err

@@ -85,3 +85,35 @@ def test_estimates_do_not_nest():
         with pytest.raises(RuntimeError, match="already active"):
             with torch_neuronx.estimate():
                 pass
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    ({"lnc": 2.5}, TypeError, "lnc=2.5: must be a whole number"),                   # was: truncated to LNC=2
+    ({"instances": 2.5}, TypeError, "instances=2.5: must be a whole number"),       # was: 2.5 instances priced
+    ({"tokens_per_step": -5}, ValueError, "tokens_per_step=-5: must be at least 1"),  # was: negative tokens/s
+    ({"tokens_per_step": 0}, ValueError, "tokens_per_step=0: must be at least 1"),  # was: tokens/s silently None
+    ({"price_per_hour": float("nan")}, ValueError, "finite number >= 0"),           # was: $nan per step
+    ({"price_per_hour": "3.5"}, TypeError, "a number of USD per instance-hour"),
+    ({"compiled": "no"}, TypeError, "compiled='no'"),                               # was: truthy, so compiled
+    ({"modules": "model"}, TypeError, "not its name"),
+    ({"constants": {"eta_tensor": 0.5}}, TypeError, "is not a ModelConstants"),
+    ({"trace": "/nonexistent-folder/step.json"}, ValueError, "does not exist or cannot be written"),
+])
+def test_bad_arguments_are_refused_before_the_program_runs(kwargs, error, message):
+    ran = []
+    with pytest.raises(error, match=message.replace("(", r"\(").replace("$", r"\$")):
+        with torch_neuronx.estimate(**kwargs):
+            ran.append(True)
+    assert ran == []
+
+
+def test_whole_numbers_of_any_integer_type_are_accepted(tmp_path):
+    import numpy as np
+
+    x = torch.randn(64, 64, device="neuron")
+    with torch_neuronx.estimate(platform="trn1", instance="trn1.2xlarge", lnc=np.int64(1), instances=np.int32(2),
+                                tokens_per_step=64, trace=str(tmp_path / "t.json")) as est:
+        x @ x
+    assert est.lnc == 1 and est.report.usd_per_hour == pytest.approx(2 * 1.34)
+    assert est.report.tokens_per_s == pytest.approx(64 / est.report.step_time_s)
+    assert (tmp_path / "t.json").exists()

@@ -6,6 +6,7 @@ expects for accelerators, plus ``"cpu"`` for offload).
 """
 from __future__ import annotations
 
+import numbers
 import os
 
 from .. import _C
@@ -23,8 +24,15 @@ def max_memory(fraction: float = 0.9, include_cpu: bool = True) -> dict[int | st
         ``{0: bytes, 1: bytes, ..., "cpu": bytes}`` — one entry per visible neuron device, in bytes.
 
     Raises:
-        ValueError: if ``fraction`` is not in (0, 1].
+        TypeError: ``fraction`` is not a number (a string such as ``"0.9"``, or a bool), or ``include_cpu`` is
+            not a bool.
+        ValueError: if ``fraction`` is not in (0, 1] (a percentage such as ``90`` included).
     """
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+        raise TypeError(f"max_memory(fraction={fraction!r}): the fraction is a number in (0, 1], such as 0.9, "
+                        f"not a {type(fraction).__name__}")
+    if not isinstance(include_cpu, bool):
+        raise TypeError(f"max_memory(include_cpu={include_cpu!r}): True or False, not a {type(include_cpu).__name__}")
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     from .memory import mem_get_info

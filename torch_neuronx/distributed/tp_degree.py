@@ -18,6 +18,7 @@ reshape.
 """
 from __future__ import annotations
 
+import numbers
 import weakref
 from typing import Any
 
@@ -42,7 +43,11 @@ def check_tp_degree(config: Any, tp_size: int) -> None:
         TensorParallelDegreeError: naming the count that ``tp_size`` does not
             divide, e.g. ``"tp_size=4 does not divide num_key_value_heads=2 ..."``.
         ValueError: ``tp_size`` < 1, or a config without ``num_attention_heads``.
+        TypeError: ``tp_size`` is not an int (``"2"``, ``2.0``, ``True``).
     """
+    if isinstance(tp_size, bool) or not isinstance(tp_size, numbers.Integral):
+        raise TypeError(f"tp_size={tp_size!r}: the tensor-parallel degree is an int (the number of ranks), not a "
+                        f"{type(tp_size).__name__}")
     if tp_size < 1:
         raise ValueError(f"tp_size must be at least 1, got {tp_size}")
     if getattr(config, "num_attention_heads", None) is None and hasattr(config, "get_text_config"):

@@ -16,6 +16,9 @@ are reported by small hooks in those layers (:mod:`.active`).
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -66,6 +69,48 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def _whole(name: str, value: object, optional: bool) -> None:
+    """Raises unless ``value`` is an int >= 1 (or None when ``optional``): a float would be truncated or used as
+    a fraction of an instance, a bool counted as 0 or 1."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}={value!r}: must be a whole number (an int), not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name}={value}: must be at least 1")
+
+
+def _check_arguments(lnc: object, instances: object, price_per_hour: object, modules: list, optimizers: list,
+                     compiled: object, constants: object, tokens_per_step: object, trace: object) -> None:
+    """The argument checks of :func:`estimate`, before anything is recorded (see its Raises)."""
+    _whole("lnc", lnc, optional=True)
+    _whole("instances", instances, optional=False)
+    _whole("tokens_per_step", tokens_per_step, optional=True)
+    if price_per_hour is not None:
+        if isinstance(price_per_hour, bool) or not isinstance(price_per_hour, numbers.Real):
+            raise TypeError(f"price_per_hour={price_per_hour!r}: a number of USD per instance-hour, not "
+                            f"{type(price_per_hour).__name__}")
+        if not math.isfinite(price_per_hour) or price_per_hour < 0:
+            raise ValueError(f"price_per_hour={price_per_hour}: a price must be a finite number >= 0 USD per hour")
+    if compiled is not None and not isinstance(compiled, bool):
+        raise TypeError(f"compiled={compiled!r}: True (compiled graphs), False (eager ops) or None (as the program "
+                        "ran), not a " + type(compiled).__name__)
+    for m in modules:
+        if m is not None and not isinstance(m, torch.nn.Module):
+            raise TypeError(f"modules: {m!r} is not a torch.nn.Module: pass the model (or a list of models)")
+    for o in optimizers:
+        if not isinstance(o, torch.optim.Optimizer):
+            raise TypeError(f"optimizers: {o!r} is not a torch.optim.Optimizer: pass the optimizer (or a list)")
+    if constants is not None and not isinstance(constants, ModelConstants):
+        raise TypeError(f"constants: a {type(constants).__name__} is not a ModelConstants: build one with "
+                        "dataclasses.replace(torch_neuronx.estimate.calibration.default_constants(), ...)")
+    if trace is not None:
+        folder = os.path.dirname(os.path.abspath(str(trace)))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise ValueError(f"trace={trace!r}: the folder {folder} does not exist or cannot be written; create it "
+                             "or choose another path (checked before the program runs, not after)")
+
+
 class EstimateSession:
     """An estimate in progress (returned by :func:`estimate`; see its arguments).
 
@@ -81,24 +126,28 @@ class EstimateSession:
                  optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] = (),
                  compiled: bool | None = None, constants: ModelConstants | None = None,
                  tokens_per_step: int | None = None, trace: str | None = None, module_names: bool = False):
+        for name, value in (("modules", modules), ("optimizers", optimizers)):
+            if isinstance(value, (str, bytes)):
+                raise TypeError(f"{name}={value!r}: pass the object itself (or a list of them), not its name")
+        modules = [modules] if isinstance(modules, torch.nn.Module) else list(modules or ())
+        optimizers = [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers)
+        _check_arguments(lnc, instances, price_per_hour, modules, optimizers, compiled, constants, tokens_per_step,
+                         trace)
         self.module_names = module_names
         self.platform = get_platform(platform) if not isinstance(platform, Platform) else platform
-        self.lnc = self.platform.chip.default_lnc if lnc is None else int(lnc)
+        self.lnc = self.platform.chip.default_lnc if lnc is None else int(lnc)     # a NumPy integer: a plain int
+        instances = int(instances)
+        tokens_per_step = None if tokens_per_step is None else int(tokens_per_step)
         self.constants = constants or default_constants()
         self.roofline = Roofline(self.platform, self.lnc, self.constants)
         self.placement = Placement(self.platform, self.lnc, resolve_instance(self.platform, instance, instances),
                                    instances)
-        if price_per_hour is not None and price_per_hour < 0:
-            raise ValueError(f"price_per_hour={price_per_hour}: a price must be >= 0 USD per hour")
         self.price_per_hour = price_per_hour
         self.costs = CostTable(self.roofline)
         self.collectives = CollectiveModel(self.placement, self.constants.alpha_cc_s)
         self.memory = MemoryTracker()
-        if isinstance(modules, torch.nn.Module):
-            modules = [modules]
-        self.modules: list[torch.nn.Module] = [m for m in modules or () if m is not None]
-        self.optimizers: list[torch.optim.Optimizer] = (
-            [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers))
+        self.modules: list[torch.nn.Module] = [m for m in modules if m is not None]
+        self.optimizers: list[torch.optim.Optimizer] = optimizers
         self.compiled = compiled
         self.tokens_per_step = tokens_per_step
         self.trace_path = trace
@@ -456,7 +505,12 @@ def estimate(platform: str | Platform = "trn2", lnc: int | None = None, instance
         the session; ``session.report`` after the block.
 
     Raises:
-        ValueError: unknown platform / instance, LNC not allowed on the platform, bad price.
+        ValueError: unknown platform / instance, LNC not allowed on the platform, ``lnc`` / ``instances`` /
+            ``tokens_per_step`` < 1, a price < 0 or not finite, a ``trace`` folder that does not exist or
+            cannot be written.
+        TypeError: ``lnc``, ``instances`` or ``tokens_per_step`` not an int (``2.5`` would be truncated or a
+            fraction of an instance), a price that is not a number, ``compiled`` not a bool or None, ``modules`` /
+            ``optimizers`` / ``constants`` of the wrong type.
         RuntimeError: an estimate is already active.
     """
     return EstimateSession(platform, lnc, instance, instances, price_per_hour, modules, optimizers, compiled,

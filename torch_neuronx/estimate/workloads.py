@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,9 +93,22 @@ class Setup:
 def _check(setup: Setup, config) -> None:
     if setup.task not in ("train", "prefill", "decode"):
         raise ValueError(f"--task {setup.task!r}: use train, prefill or decode")
-    for name in ("batch", "seq", "tp", "fsdp", "dp", "pp", "grad_accum", "instances"):
-        if getattr(setup, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} {getattr(setup, name)}: must be at least 1")
+    for name in ("batch", "seq", "tp", "fsdp", "dp", "pp", "grad_accum", "instances", "kv_len", "microbatches",
+                 "layers"):
+        value = getattr(setup, name)
+        if value is None and name in ("kv_len", "microbatches", "layers"):      # optional: the default applies
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{flag} {value!r}: must be a whole number (an int), not {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{flag} {value}: must be at least 1")
+    if setup.microbatches is not None and setup.pp == 1:
+        raise ValueError(f"--microbatches {setup.microbatches} is the pipeline schedule's (with --pp > 1); "
+                         "to accumulate micro-batches without pipeline stages use --grad-accum")
+    if setup.kv_len is not None and setup.task != "decode":
+        raise ValueError(f"--kv-len {setup.kv_len} is the KV-cache length of a decode step (--task decode); "
+                         f"--task {setup.task} takes its length from --seq")
     if setup.dtype not in DTYPES:
         raise ValueError(f"--dtype {setup.dtype!r}: use one of {', '.join(DTYPES)}")
     if setup.recompute not in ("none", "attention", "full"):
