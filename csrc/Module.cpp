@@ -7,6 +7,7 @@
 #include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
 #include "distributed/AllreduceFastPath.h"
+#include "distributed/AllreduceMethod.h"
 #include "distributed/AllreduceWork.h"
 #include "distributed/NeuronBackend.h"
 #include "runtime/AutogradThreads.h"
@@ -229,6 +230,13 @@ PYBIND11_MODULE(_C, m) {
       "(csrc/distributed/NeuronBackend.h): all_reduce through the fast path on `gloo`, else "
       "general(tensors, opts); failures diagnosed by explain(op, error); `estimate`: the module "
       "torch_neuronx.estimate.active.");
+  m.def(
+      "_install_allreduce_method",
+      &torch_neuronx::install_allreduce_method,
+      py::arg("cls"),
+      py::arg("binding"),
+      "Sets cls.allreduce to the C++ method of csrc/distributed/AllreduceMethod.h (binding: torch's "
+      "ProcessGroup.allreduce, for the forms it does not take itself).");
   m.def(
       "_neuron_backend_coalescing",
       [](const c10::intrusive_ptr<c10d::ProcessGroup>& group, bool on) {

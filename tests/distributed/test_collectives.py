@@ -3,7 +3,7 @@
 included), float32 and bfloat16, contiguous and
 non-contiguous, default group and a new_group, async handles included; float8, int16 and
 uint32 tensors move bit for bit in the collectives without arithmetic, and their reductions
-are refused with a TypeError; an all_reduce of a meta tensor gets PyTorch's meta answer, as on gloo."""
+are refused with a TypeError, as is an all_reduce of a tensor on another device (meta)."""
 from __future__ import annotations
 
 import re

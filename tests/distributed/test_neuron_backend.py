@@ -89,6 +89,22 @@ def test_the_common_call_runs_no_python_of_ours(pgs):
     torch.testing.assert_close(ts[0].cpu(), torch.full((64,), 6.0))
 
 
+def test_the_common_call_stays_cpp_once_dynamo_hides_the_group(pgs):
+    """Dynamo's loading wraps the group's Python methods (``dynamo_opaque``); the C++ ``allreduce``
+    method must stay as it is (a Python wrapper would be a frame, and an override for C++ callers)."""
+    from torch_neuronx.distributed import dynamo_opaque
+
+    dynamo_opaque.hide_from_dynamo()
+    assert not dynamo_opaque.is_hidden(NeuronProcessGroup.__dict__["allreduce"])
+    ts = [torch.full((8,), float(r + 1), device=NEURON) for r in range(2)]
+    works: list = []
+    ran = python_functions_of_ours(lambda: works.extend(pgs[r].allreduce([ts[r]], opts()) for r in range(2)))
+    assert ran == [], ran
+    for w in works:
+        w.wait()
+    torch.testing.assert_close(ts[1].cpu(), torch.full((8,), 3.0))
+
+
 def test_other_calls_take_the_general_path_and_its_handle_answers(pgs):
     ts = [torch.tensor([1.0, 5.0, 2.0], device=NEURON) * (r + 1) for r in range(2)]
     ran: list[str] = []

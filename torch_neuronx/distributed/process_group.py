@@ -400,11 +400,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # Python bindings' overloads instead, hence the ignored [override] checks.
 
     # --------------------------------------------------------------- reductions
-    # ``allreduce`` is not overridden: the C++ base class's method (torch's binding for
-    # ``dist.all_reduce`` and ``pg.allreduce(tensor[, op])``, DDP's reducer directly) dispatches
-    # ``c10d::allreduce_``, whose kernel calls this group's C++ backend (``NeuronBackend``): the fast
-    # path for one contiguous tensor of a dtype gloo reduces with SUM, :meth:`_allreduce_general`
-    # for the rest. Dispatch modes see that op as they see gloo's.
+    # ``allreduce`` is a C++ method (set below the class, ``csrc/distributed/AllreduceMethod.h``),
+    # not a Python override: for C++ callers (DDP's reducer) the C++ base class's method runs, which
+    # dispatches ``c10d::allreduce_``, whose kernel calls this group's C++ backend (``NeuronBackend``);
+    # Python callers (``dist.all_reduce``) reach that backend directly, or, under a dispatch mode and
+    # for the other Python forms (``pg.allreduce(tensor[, op])``), through the same dispatch. The
+    # backend runs the fast path for one contiguous tensor of a dtype gloo reduces with SUM, and
+    # :meth:`_allreduce_general` for the rest. Dispatch modes see the op as they see gloo's.
     def _allreduce_general(self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions) -> NeuronWork:
         """All-reduce each tensor in place (any shape, any dtype gloo reduces): what the C++ backend
         does not do itself (other reductions, several or non-contiguous tensors, refusals, calls
@@ -837,3 +839,5 @@ class NeuronProcessGroup(dist.ProcessGroup):
             health.stop()
         self._gloo.abort()
 
+
+_C._install_allreduce_method(NeuronProcessGroup, dist.ProcessGroup.allreduce)
