@@ -226,10 +226,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
         )
 
     def _get_backend(self, device: Any) -> Any:  # (a C++ method on the base class)
-        """Refuses, with the reason and what to do instead: this Python process group has no
-        per-device c10d backend objects to hand out (PyTorch cannot build a ``Backend`` in
-        Python), so ``init_process_group("neuron", device_id=...)``, ``split_group`` and other
-        callers of ``ProcessGroup._get_backend`` are not supported.
+        """Refuses, with the reason and what to do instead: this Python process group's one C++
+        backend (``NeuronBackend``) serves ``all_reduce`` only, its other collectives being the
+        Python methods here, so ``init_process_group("neuron", device_id=...)``, ``split_group``
+        and other callers of ``ProcessGroup._get_backend`` are not supported.
 
         Raises:
             RuntimeError: always.
