@@ -7,7 +7,9 @@
 #include "aten/CompiledGraph.h"
 #include "aten/Tracking.h"
 #include "distributed/AllreduceFastPath.h"
+#include "distributed/AllreduceMethod.h"
 #include "distributed/AllreduceWork.h"
+#include "distributed/NeuronBackend.h"
 #include "runtime/AutogradThreads.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Generator.h"
@@ -18,6 +20,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
@@ -202,6 +205,49 @@ PYBIND11_MODULE(_C, m) {
         return fast->transfer();
       },
       "The gloo work inside a work of _allreduce_alias (its result() is the CPU alias gloo reduced).");
+  m.def(
+      "_install_neuron_backend",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& group,
+         const c10::intrusive_ptr<c10d::Backend>& gloo,
+         int rank,
+         int size,
+         const py::object& general,
+         const py::object& explain,
+         const py::object& estimate) {
+        auto backend = c10::make_intrusive<torch_neuronx::NeuronBackend>(rank, size, gloo, general, explain, estimate);
+        // One backend for both devices (torch's c10d::allreduce_ kernels of PrivateUse1 and CPU ask for it).
+        group->setBackend(c10::DeviceType::PrivateUse1, c10d::ProcessGroup::BackendType::CUSTOM, backend);
+        group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::CUSTOM, backend);
+      },
+      py::arg("group"),
+      py::arg("gloo"),
+      py::arg("rank"),
+      py::arg("size"),
+      py::arg("general"),
+      py::arg("explain"),
+      py::arg("estimate"),
+      "Registers on `group` (a NeuronProcessGroup) its C++ backend for devices neuron and cpu "
+      "(csrc/distributed/NeuronBackend.h): all_reduce through the fast path on `gloo`, else "
+      "general(tensors, opts); failures diagnosed by explain(op, error); `estimate`: the module "
+      "torch_neuronx.estimate.active.");
+  m.def(
+      "_install_allreduce_method",
+      &torch_neuronx::install_allreduce_method,
+      py::arg("cls"),
+      py::arg("binding"),
+      "Sets cls.allreduce to the C++ method of csrc/distributed/AllreduceMethod.h (binding: torch's "
+      "ProcessGroup.allreduce, for the forms it does not take itself).");
+  m.def(
+      "_neuron_backend_coalescing",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& group, bool on) {
+        auto* backend =
+            dynamic_cast<torch_neuronx::NeuronBackend*>(group->getBackend(c10::DeviceType::PrivateUse1).get());
+        TORCH_CHECK(backend != nullptr, "_neuron_backend_coalescing expects a group with a NeuronBackend");
+        backend->set_coalescing(on);
+      },
+      py::arg("group"),
+      py::arg("on"),
+      "While on, every all_reduce of `group`'s NeuronBackend takes the Python general path.");
   m.def(
       "_boxed_reduce_op",
       [](const c10d::ReduceOp& op) -> py::object {

@@ -2,6 +2,7 @@
 // all_reduce (SUM) of one contiguous tensor, handed to the group's gloo
 // backend on the tensor's zero-copy CPU alias.
 //
+// Called by the group's C++ backend (distributed/NeuronBackend.h) before anything else.
 // Why C++: the Python process group (torch_neuronx/distributed/process_group.py)
 // made this decision with five Python-to-C++ calls per collective (dtype,
 // contiguity, reduction op, alias, gloo) before gloo's own. Warm, that is ~3 µs;

@@ -1,12 +1,11 @@
-"""The all_reduce fast path of backend "neuron" (``_C._allreduce_alias``, what
-``NeuronProcessGroup.allreduce`` calls first): one contiguous tensor of a dtype gloo reduces,
-``ReduceOp.SUM``, goes to gloo on its zero-copy CPU alias and sums across ranks; every other call
-is left to the general path untouched (None). The handle it returns is a C++ Work answering as
-``NeuronWork`` does: result and future are the caller's tensors, and a failed transfer raises the
-diagnosis of the ``explain`` callable as a ``DistBackendError``, from ``wait`` and the future alike.
-Two gloo ranks in this process (two threads), so the sums are real.
-``tests/distributed/test_collectives.py`` checks the whole backend through ``dist.all_reduce`` on
-three processes."""
+"""The all_reduce fast path of backend "neuron" (``_C._allreduce_alias``, what the group's C++ backend
+``NeuronBackend::allreduce`` runs first; ``test_neuron_backend.py`` tests that backend): one contiguous tensor
+of a dtype gloo reduces, ``ReduceOp.SUM``, goes to gloo on its zero-copy CPU alias and sums across ranks;
+every other call is left to the general path untouched (None). The handle it returns is a C++ Work answering
+as ``NeuronWork`` does: result and future are the caller's tensors, and a failed transfer raises the diagnosis
+of the ``explain`` callable as a ``DistBackendError``, from ``wait`` and the future alike. Two gloo ranks in
+this process (two threads), so the sums are real. ``tests/distributed/test_collectives.py`` checks the whole
+backend through ``dist.all_reduce`` on three processes."""
 from __future__ import annotations
 
 import threading

@@ -17,6 +17,10 @@ this runs: the collectives (and the C++ all_reduce fast path, which steps aside 
 active) stay as they were. For a group that is not a ``"neuron"`` group (PyTorch's fake group given
 ``neuron`` tensors), the kernel calls PyTorch's own kernel, as before.
 
+``all_reduce`` needs none of this: the group leaves ``allreduce`` to its C++ base class, which
+dispatches ``c10d::allreduce_`` itself (modes see it), and PyTorch's kernel of that op calls the
+group's C++ backend (``csrc/distributed/NeuronBackend.h``); no kernel of that op is registered here.
+
 Only collectives of ``neuron`` tensors are dispatched: PyTorch's CPU kernels ask the group for a C++
 CPU backend, which a ``"neuron"`` group has only with ``"cpu:gloo,neuron:neuron"``. ``barrier``
 carries no tensor of the caller (gloo's dispatches a scratch CPU tensor) and is not dispatched.
@@ -103,22 +107,13 @@ def _or(opts: Any, cls: Callable[[], Any]) -> Any:
     return opts if opts is not None else cls()
 
 
-def _allreduce_args(a: tuple[Any, ...]) -> tuple[Any, ...]:
-    if a[3] is not None:
-        raise RuntimeError("'neuron' process group: sparse all_reduce is not supported; all_reduce a dense "
-                           "tensor (t.to_dense()).")
-    return a[0], _opts(dist.AllreduceOptions, a[5], a[4], reduceOp=_reduce_op(a[2]))
-
-
 def _reduce_scatter_args(a: tuple[Any, ...]) -> tuple[Any, ...]:
     return a[0], a[1], _opts(dist.ReduceScatterOptions, a[5], a[4], reduceOp=_reduce_op(a[3]))
 
 
+#: ``c10d::allreduce_`` is not here: a ``"neuron"`` group's C++ base class dispatches it and torch's
+#: kernel hands it to the group's C++ backend (``csrc/distributed/NeuronBackend.h``).
 _OPS: dict[str, _Op] = {
-    "allreduce_": _Op(
-        "allreduce", 1,
-        lambda g, t, o: (t, g, _C._boxed_reduce_op(o.reduceOp), None, o.asyncOp, _ms(o)),
-        _allreduce_args, True),
     "allreduce_coalesced_": _Op(
         "allreduce_coalesced", 1,
         lambda g, t, o: (t, g, _C._boxed_reduce_op(o.reduceOp), o.asyncOp, _ms(o)),
@@ -176,7 +171,7 @@ _OPS: dict[str, _Op] = {
 
 #: The options class of each op's last method argument (None: the op's method takes no options).
 _OPTIONS: dict[str, Callable[[], Any] | None] = {
-    "allreduce_": dist.AllreduceOptions, "allreduce_coalesced_": dist.AllreduceCoalescedOptions,
+    "allreduce_coalesced_": dist.AllreduceCoalescedOptions,
     "allgather_": AllgatherOptions, "_allgather_base_": AllgatherOptions, "allgather_coalesced_": AllgatherOptions,
     "allgather_into_tensor_coalesced_": AllgatherOptions, "reduce_scatter_": dist.ReduceScatterOptions,
     "_reduce_scatter_base_": dist.ReduceScatterOptions, "reduce_scatter_tensor_coalesced_": dist.ReduceScatterOptions,

@@ -16,6 +16,7 @@ It runs when Dynamo is first imported (``torch_neuronx._autoload`` arranges it t
 from __future__ import annotations
 
 import threading
+import types
 
 from .process_group import NeuronProcessGroup
 from .work import NeuronWork
@@ -36,6 +37,8 @@ def hide_from_dynamo() -> None:
             for name, value in list(vars(cls).items()):
                 if name.startswith("__") or not callable(value) or isinstance(value, type):
                     continue
+                if isinstance(getattr(value, "__func__", value), types.BuiltinFunctionType):
+                    continue  # a C++ method (NeuronProcessGroup.allreduce): no frame for Dynamo to trace
                 if getattr(value, _MARK, False):
                     continue
                 wrapped = torch._dynamo.disable(value, recursive=True,

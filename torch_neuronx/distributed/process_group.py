@@ -31,6 +31,7 @@ Failures: a collective whose peer died or timed out raises
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -46,10 +47,6 @@ from .aliases import GLOO_DTYPES, byte_carriers, check_reducible, contiguous_ali
 from .work import NeuronWork
 
 BACKEND_NAME = "neuron"
-
-_AllreduceOptions = dist.AllreduceOptions
-#: The all_reduce fast path (``csrc/distributed/AllreduceFastPath.h``): gloo's work, or None.
-_allreduce_alias = _C._allreduce_alias
 
 #: A collective's tensor argument: one tensor, a list, or a list of lists (per-rank lists).
 _Tensors = torch.Tensor | Sequence["_Tensors"]
@@ -110,6 +107,30 @@ def _flat(tensors: _Tensors) -> list[torch.Tensor]:
     return out
 
 
+class _WeakMethod:
+    """Calls method ``name`` of a process group held by weak reference.
+
+    The group's C++ backend (``csrc/distributed/NeuronBackend.h``) keeps its Python callbacks; a
+    bound method would keep the group alive from C++, where the garbage collector cannot see the
+    cycle (group -> backend -> method -> group), and no group would ever be freed.
+
+    Raises:
+        RuntimeError: the group was already freed.
+    """
+
+    __slots__ = ("_group", "_name")
+
+    def __init__(self, group: NeuronProcessGroup, name: str) -> None:
+        self._group = weakref.ref(group)
+        self._name = name
+
+    def __call__(self, *args: Any) -> Any:
+        group = self._group()
+        if group is None:
+            raise RuntimeError(f"'neuron' process group: {self._name} called after the group was freed")
+        return getattr(group, self._name)(*args)
+
+
 class NeuronProcessGroup(dist.ProcessGroup):
     """Process group of backend ``"neuron"``: gloo on zero-copy aliases of ``neuron`` tensors.
 
@@ -146,25 +167,41 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self._desc = ""
         self._coalesced: list[NeuronWork] | None = None
         self._owns_heartbeat = False
+        self._serves_cpu = False
         # The group's device type, as c10d records it for gloo ("cpu") and NCCL ("cuda"). c10d
         # returns a Python ProcessGroup from the creator as it is, without registering a device,
         # so ``_device_types`` would stay empty and everything that asks the group for its device
         # (``_get_pg_default_device``: FSDP's sharded and optimizer state dicts, the distributed
         # checkpoint planners, ``set_model_state_dict(broadcast_from_rank0=True)``; the object
-        # collectives) would fail or fall back to the CPU. Only the type is recorded (no backend
-        # object: PyTorch cannot build one in Python); collectives keep coming to the methods below.
-        self._register_backend(torch.device(BACKEND_NAME), dist.ProcessGroup.BackendType.CUSTOM, None)
+        # collectives) would fail or fall back to the CPU. The backend registered is the C++
+        # ``NeuronBackend`` (``csrc/distributed/NeuronBackend.h``), for ``neuron`` and ``cpu``
+        # (:attr:`_device_types` reports ``cpu`` only after :meth:`serve_cpu_as_gloo`): ``allreduce``
+        # is left to the C++ base class, whose ``c10d::allreduce_`` kernel calls the backend, which
+        # runs the fast path or :meth:`_allreduce_general`. The other collectives are the Python
+        # methods below.
+        _C._install_neuron_backend(self, self._gloo, rank, size, _WeakMethod(self, "_allreduce_general"),
+                                   _WeakMethod(self, "_explain"), _estimate)
 
     def serve_cpu_as_gloo(self) -> None:
-        """Registers this group's gloo transport as its backend for device ``cpu``.
+        """Lists device ``cpu`` in this group's :attr:`_device_types` beside ``neuron``.
 
         What c10d does for a backend string mapping ``cpu`` to ``gloo`` (``"cpu:gloo,neuron:neuron"``):
-        the group then lists ``cpu`` in ``_device_types`` beside ``neuron``, which
-        ``torch.distributed.checkpoint.async_save`` requires and which makes object collectives run
-        on CPU tensors (``_get_object_coll_device``), as with ``"cpu:gloo,cuda:nccl"``. CPU tensors
-        passed to this group's collectives go to the same gloo transport as ever.
+        ``torch.distributed.checkpoint.async_save`` requires ``cpu`` there, and object collectives
+        then run on CPU tensors (``_get_object_coll_device``), as with ``"cpu:gloo,cuda:nccl"``. CPU
+        tensors passed to this group's collectives go to the same gloo transport with or without it.
         """
-        self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
+        self._serves_cpu = True
+
+    @property
+    def _device_types(self) -> list[torch.device]:  # (a C++ property of the base class)
+        """The devices c10d sees this group serve: ``neuron``, and ``cpu`` after :meth:`serve_cpu_as_gloo`.
+
+        The C++ list also holds ``cpu`` always (the backend is registered for CPU tensors, which
+        this group takes as gloo does); reporting it for a plain ``"neuron"`` group would move its
+        object collectives to the CPU and tell ``async_save`` a CPU backend was asked for.
+        """
+        devices: list[torch.device] = super()._device_types
+        return [d for d in devices if d.type != "cpu" or self._serves_cpu]
 
     # ----------------------------------------------------------------- identity
     def getBackendName(self) -> str:  # noqa: N802  (C++ virtual name)
@@ -189,10 +226,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
         )
 
     def _get_backend(self, device: Any) -> Any:  # (a C++ method on the base class)
-        """Refuses, with the reason and what to do instead: this Python process group has no
-        per-device c10d backend objects to hand out (PyTorch cannot build a ``Backend`` in
-        Python), so ``init_process_group("neuron", device_id=...)``, ``split_group`` and other
-        callers of ``ProcessGroup._get_backend`` are not supported.
+        """Refuses, with the reason and what to do instead: this Python process group's one C++
+        backend (``NeuronBackend``) serves ``all_reduce`` only, its other collectives being the
+        Python methods here, so ``init_process_group("neuron", device_id=...)``, ``split_group``
+        and other callers of ``ProcessGroup._get_backend`` are not supported.
 
         Raises:
             RuntimeError: always.
@@ -363,47 +400,27 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # Python bindings' overloads instead, hence the ignored [override] checks.
 
     # --------------------------------------------------------------- reductions
-    def allreduce(  # type: ignore[override]
-        self, tensors: list[torch.Tensor] | torch.Tensor,
-        opts: dist.AllreduceOptions | dist.ReduceOp | None = None,
-    ) -> dist.Work:
-        """All-reduce each tensor in place (any shape, any dtype gloo reduces).
-
-        Also takes the C++ group's other Python forms, ``allreduce(tensor)`` and
-        ``allreduce(tensor_or_list, op)`` (DDP's unused-parameter sync under ``Join`` calls the first).
+    # ``allreduce`` is a C++ method (set below the class, ``csrc/distributed/AllreduceMethod.h``),
+    # not a Python override: for C++ callers (DDP's reducer) the C++ base class's method runs, which
+    # dispatches ``c10d::allreduce_``, whose kernel calls this group's C++ backend (``NeuronBackend``);
+    # Python callers (``dist.all_reduce``) reach that backend directly, or, under a dispatch mode and
+    # for the other Python forms (``pg.allreduce(tensor[, op])``), through the same dispatch. The
+    # backend runs the fast path for one contiguous tensor of a dtype gloo reduces with SUM, and
+    # :meth:`_allreduce_general` for the rest. Dispatch modes see the op as they see gloo's.
+    def _allreduce_general(self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions) -> NeuronWork:
+        """All-reduce each tensor in place (any shape, any dtype gloo reduces): what the C++ backend
+        does not do itself (other reductions, several or non-contiguous tensors, refusals, calls
+        while coalescing or while ``torch_neuronx.estimate`` records). Called by that backend only,
+        after the op was dispatched (so it is not dispatched again).
 
         Returns:
-            The handle: for one contiguous tensor of a dtype gloo reduces with ``ReduceOp.SUM`` (what
-            ``dist.all_reduce`` and DDP's buckets pass), a C++ ``Work`` made by ``_C._allreduce_alias``
-            (``csrc/distributed/AllreduceWork.h``); otherwise a :class:`NeuronWork`. Both resolve to
-            ``tensors`` and raise the same diagnosed ``DistBackendError`` on failure.
+            The handle (the backend returns it wrapped in a C++ ``Work`` that forwards to it).
 
         Raises:
             RuntimeError: for ``PREMUL_SUM``, naming the fix.
             TypeError: for a dtype the transport cannot reduce (float8, int16, uint16/32/64), and
                 for a tensor on a device other than ``neuron`` or ``cpu``.
         """
-        if (type(tensors) is list and type(opts) is _AllreduceOptions
-                and self._coalesced is None and _estimate.current is None):
-            # What ``dist.all_reduce`` and DDP's buckets pass: a list, options. The common case (one
-            # contiguous tensor of a dtype gloo reduces, SUM) needs none of the general path's staging,
-            # dtype carriers or refusals, so one C++ call decides it, starts gloo on the alias and
-            # returns a C++ handle that behaves as a NeuronWork would (result and future: ``tensors``;
-            # a failure raises ``self._explain``'s diagnosis), or returns None having done nothing.
-            # Between two collectives other code evicts this path from the caches, and cold, each
-            # Python-to-C++ call or Python object costs 4-20 µs: the checks made one by one here and
-            # a Python handle cost ~70 µs of CPU per rank per call, which a busy machine turns into
-            # wall time.
-            work = _allreduce_alias(self._gloo, tensors, opts, self._explain)
-            if work is not None:
-                return work
-        if isinstance(tensors, torch.Tensor):
-            tensors = [tensors]
-        if isinstance(opts, (dist.ReduceOp, dist.ReduceOp.RedOpType)):
-            op, opts = opts, dist.AllreduceOptions()
-            opts.reduceOp = op
-        if c10d_ops.active(tensors):
-            return c10d_ops.dispatch("allreduce_", self, tensors, opts)
         return self._collective("all_reduce", self._gloo.allreduce, outputs=tensors, read=True,
                                 opts=opts, opts_type=dist.AllreduceOptions, reduces=True)
 
@@ -789,10 +806,12 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if self._coalesced is not None:
             raise RuntimeError("'neuron' process group: coalescing is already active on this group")
         self._coalesced = []
+        _C._neuron_backend_coalescing(self, True)
 
     def _end_coalescing(self, device: torch.device) -> NeuronWork:
         """One handle over every work issued since :meth:`_start_coalescing`."""
         works, self._coalesced = self._coalesced or [], None
+        _C._neuron_backend_coalescing(self, False)
         return self._many("coalesced", works)
 
     # --------------------------------------------------------------- lifecycle
@@ -820,3 +839,5 @@ class NeuronProcessGroup(dist.ProcessGroup):
             health.stop()
         self._gloo.abort()
 
+
+_C._install_allreduce_method(NeuronProcessGroup, dist.ProcessGroup.allreduce)
