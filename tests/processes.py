@@ -7,9 +7,13 @@ offline with one OpenMP thread and a small HBM per core, and puts the repository
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,3 +60,38 @@ def report(proc: subprocess.CompletedProcess, limit: int = 6000) -> str:
     """The exit status and the tails (``limit`` characters each) of a child's stdout and stderr,
     for assertion messages."""
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-limit:]}\n--- stderr\n{proc.stderr[-limit:]}"
+
+
+_isa_probes: Path | None = None
+
+
+def _inductor_isa_probes() -> Path:
+    """A folder holding only Inductor's CPU vector-ISA probe builds, made once per test session.
+
+    Before its first C++ compile in a kernel cache folder, Inductor dry-compiles a small program for
+    each vector ISA it may use (``torch._inductor.cpu_vec_isa``: AVX-512 VNNI, AVX-512, AVX2 ... as
+    the CPU offers) and keeps the ``.so`` files there; about 9 CPU-s, the same for every folder."""
+    global _isa_probes
+    if _isa_probes is None:
+        folder = Path(tempfile.mkdtemp(prefix="inductor-isa-probes-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        env = job_env({"TORCHINDUCTOR_CACHE_DIR": str(folder), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+        probe = "from torch._inductor import cpu_vec_isa; cpu_vec_isa.pick_vec_isa()"
+        proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, report(proc)
+        shutil.rmtree(folder / "locks", ignore_errors=True)
+        _isa_probes = folder
+    return _isa_probes
+
+
+def cold_compile_cache(folder: Path) -> str:
+    """``folder`` made a compile cache folder (``TORCH_NEURONX_NEFF_CACHE_DIR``) for a child that
+    must really compile its graphs, and returned as a string.
+
+    Nothing compiled is in it: no graph entry, no Inductor kernel. Only Inductor's ISA probe builds
+    (:func:`_inductor_isa_probes`, which hold no graph) are copied into ``folder/inductor``, so each
+    such child does not pay the same ~9 CPU-s again. The first use of an empty folder, probes
+    included, is covered where that is the point (``tests/compile/test_backend.py``,
+    ``tests/compile/test_cache_processes.py``)."""
+    shutil.copytree(_inductor_isa_probes(), Path(folder) / "inductor", dirs_exist_ok=True)
+    return str(folder)

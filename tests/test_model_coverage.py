@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.processes import INHERITED
+from tests.processes import INHERITED, cold_compile_cache
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from torch_neuronx.model_coverage import report as rpt
@@ -106,7 +106,7 @@ def test_compat_command_writes_the_table(tmp_path):
     names = ["llama", "gemma3_text", "qwen3_moe", "gpt2", "xlstm"]
     env = {k: v for k, v in os.environ.items()
            if k in INHERITED or not k.startswith(("NEURON_", "TORCH_NEURONX_"))}
-    env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path / "cache")
+    env["TORCH_NEURONX_NEFF_CACHE_DIR"] = cold_compile_cache(tmp_path / "cache")
     proc = subprocess.run(
         [sys.executable, "-m", "torch_neuronx.cli.main", "compat", "--family", "causal-lm", "--only", ",".join(names),
          "--jobs", "2",

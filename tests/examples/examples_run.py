@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..processes import REPO, free_port, job_env, report
+from ..processes import REPO, cold_compile_cache, free_port, job_env, report
 
-__all__ = ["EXAMPLES", "REPO", "cpu_env", "free_port", "job_env", "report", "run_cpu_python", "run_example",
-           "write_assets"]
+__all__ = ["EXAMPLES", "REPO", "cold_compile_cache", "cpu_env", "free_port", "job_env", "report", "run_cpu_python",
+           "run_example", "write_assets"]
 
 EXAMPLES = REPO / "examples"
 

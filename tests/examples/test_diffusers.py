@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .examples_run import EXAMPLES, free_port, job_env, report
+from .examples_run import EXAMPLES, cold_compile_cache, free_port, job_env, report
 
 TOL = 1e-3
 # Small enough to keep the whole file well under 3 minutes on 2 cores, large enough to be a real image:
@@ -31,7 +31,7 @@ def _env(tmp_path: Path) -> dict:
     # job_env puts the repository root on the path (the examples import torch, whose autoload imports
     # this checkout's torch_neuronx). A private compile cache: "--compile" must really compile, not
     # read an earlier run's graphs.
-    return job_env({"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
+    return job_env({"TORCH_NEURONX_NEFF_CACHE_DIR": cold_compile_cache(tmp_path / "neff-cache")})
 
 
 class _Job:

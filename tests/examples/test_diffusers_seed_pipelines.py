@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .examples_run import EXAMPLES, free_port, job_env, report
+from .examples_run import EXAMPLES, cold_compile_cache, free_port, job_env, report
 
 TOL = 1e-3
 
@@ -27,7 +27,8 @@ def _launch(script: str, tmp: Path, name: str, *args: str, nproc: int = 1) -> tu
     if nproc > 1:
         cmd = ["-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--master-addr=127.0.0.1",
                f"--master-port={free_port()}", *cmd]
-    env = job_env({"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp / "neff-cache")})  # "--compile" really compiles
+    # "--compile" really compiles: no graph of an earlier run in the cache
+    env = job_env({"TORCH_NEURONX_NEFF_CACHE_DIR": cold_compile_cache(tmp / "neff-cache")})
     logs = [open(out.with_suffix(f".{s}.log"), "w+") for s in ("stdout", "stderr")]
     return subprocess.Popen([sys.executable, *cmd], env=env, cwd=tmp, text=True, stdout=logs[0],
                             stderr=logs[1]), out

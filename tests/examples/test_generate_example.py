@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 
-from .examples_run import report, run_example, write_assets
+from .examples_run import cold_compile_cache, report, run_example
 
 
-def test_generate_static_cache_matches_cpu(tmp_path):
-    model_dir, _ = write_assets(tmp_path / "tiny", hidden_size=64, num_layers=1)
-    proc = run_example("generate.py", "--model", model_dir, "--compare-cpu", "--max-new-tokens", "12",
-                       env={"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache")})
+def test_generate_static_cache_matches_cpu(small_assets, tmp_path):
+    proc = run_example("generate.py", "--model", str(small_assets / "model"), "--compare-cpu", "--max-new-tokens", "12",
+                       env={"TORCH_NEURONX_NEFF_CACHE_DIR": cold_compile_cache(tmp_path / "neff-cache")})
     assert proc.returncode == 0, report(proc)
     assert re.search(r"on neuron:0 \(float32\); compile backend 'neuron'", proc.stdout), report(proc)
     assert "CPU MATCH: all 24 tokens equal" in proc.stdout, report(proc)  # 2 prompts x 12 tokens

@@ -17,31 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from .examples_run import report, run_cpu_python, run_example, write_assets
+from .examples_run import cold_compile_cache, report, run_cpu_python, run_example
 
 LOGITS_TOL = 1e-4  # fp32 eval on both sides
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory) -> Path:
-    """The examples' default tiny assets (Llama hidden 128, 2 layers; 64 texts)."""
-    path = tmp_path_factory.mktemp("tiny-llm")
-    write_assets(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def small_assets(tmp_path_factory) -> Path:
-    """A smaller Llama (hidden 64, 1 layer) for the compiled runs: cold compiles stay short."""
-    path = tmp_path_factory.mktemp("tiny-llm-small")
-    write_assets(path, hidden_size=64, num_layers=1)
-    return path
-
-
-@pytest.fixture(scope="module")
 def compile_env(tmp_path_factory) -> dict:
     """A fresh compile cache folder: compiles are real, not disk-cache hits from earlier runs."""
-    return {"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path_factory.mktemp("neff-cache"))}
+    return {"TORCH_NEURONX_NEFF_CACHE_DIR": cold_compile_cache(tmp_path_factory.mktemp("neff-cache"))}
 
 
 def quarter_means(losses: list[float]) -> tuple[float, float]:

@@ -1,6 +1,4 @@
-"""Failure behaviour of backend "neuron" (run with 3 ranks, torchrun
---monitor-interval long enough that the launcher does not kill the survivors
-first).
+"""Failure behaviour of backend "neuron" (run with 3 ranks under torchrun).
 
 Usage (under torchrun): -m tests.distributed.workers.failure VICTIM [--no-timeout-phase]
 
@@ -10,6 +8,14 @@ Usage (under torchrun): -m tests.distributed.workers.failure VICTIM [--no-timeou
    ``PG_TIMEOUT_S``); in step 2, rank VICTIM SIGKILLs itself before backward. The
    survivors' backward all-reduce must raise; each prints ``RAISED <seconds>
    <message>`` (seconds from entering backward to the exception) and exits 0.
+
+   torchrun's agent SIGTERMs the survivors as soon as its monitor sees the victim
+   dead, which can be before their diagnosis (two heartbeat reads ``2 x
+   health.INTERVAL_S`` apart) is printed. So in this phase the ranks ignore SIGTERM
+   (the agent SIGKILLs a rank still alive 30 s later: a hang still fails the test),
+   and a survivor exits only once every survivor has reported (a count in the
+   launcher's store): a survivor that exits early stops its heartbeat, and another
+   survivor still diagnosing would name it as stopped too.
 """
 from __future__ import annotations
 
@@ -47,9 +53,23 @@ def timeout_honoured() -> None:
     dist.barrier(device_ids=[DEV.index])
 
 
+def report_and_exit(*parts: str) -> None:
+    """Prints the result line, waits (at most ``PG_TIMEOUT_S``) until every survivor has printed
+    its own, and exits 0."""
+    say(*parts)
+    store = dist.distributed_c10d._get_default_store()
+    reported = store.add("failure_test/reported", 1)
+    deadline = time.monotonic() + PG_TIMEOUT_S
+    while reported < dist.get_world_size() - 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        reported = store.add("failure_test/reported", 0)
+    os._exit(0)
+
+
 def dead_rank() -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.manual_seed(0)
     model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(DEV))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -64,11 +84,10 @@ def dead_rank() -> None:
         try:
             loss.backward()
         except Exception as err:  # noqa: BLE001
-            say("RAISED", f"{time.monotonic() - start:.2f}", type(err).__name__, one_line(err))
-            os._exit(0)
+            report_and_exit("RAISED", f"{time.monotonic() - start:.2f}", type(err).__name__, one_line(err))
         opt.step()
         opt.zero_grad()
-    say("RAISED none")
+    report_and_exit("RAISED none")
 
 
 if "--no-timeout-phase" not in sys.argv:
