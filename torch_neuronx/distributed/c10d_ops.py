@@ -36,6 +36,7 @@ from torch.utils import _python_dispatch
 from torch.utils import _pytree as pytree
 
 from .. import _C
+from . import foreign_groups
 
 _MS = timedelta(milliseconds=1)
 _stack_len = torch._C._len_torch_dispatch_stack
@@ -218,7 +219,14 @@ def _kernel(op: str, spec: _Op, original: Any, group_type: type) -> Callable[...
         boxed_group = args[spec.group_index]
         group = dist.ProcessGroup.unbox(boxed_group) if isinstance(boxed_group, torch.ScriptObject) else boxed_group
         if not isinstance(group, group_type):
-            return original.call_boxed(keyset, *given, **named)   # PyTorch's kernel: the group's C++ backend
+            # Not a "neuron" group: gloo (its backend for neuron tensors, or its CPU backend) on the tensors'
+            # CPU aliases; a group with another neuron backend (fake) keeps PyTorch's kernel.
+            backend = foreign_groups.gloo_backend(group)
+            if backend is None:
+                return original.call_boxed(keyset, *given, **named)   # PyTorch's kernel: the group's C++ backend
+            work = foreign_groups.run_on_aliases(backend, spec.method, spec.to_method(args), op)
+            boxed = work.boxed()
+            return (args[0], boxed) if spec.returns_tensors else boxed
         inside, _state.inside = _state.inside, True
         try:
             work = getattr(group, spec.method)(*spec.to_method(args))
@@ -250,7 +258,7 @@ def register_kernels(group_type: type) -> None:
     library = torch.library.Library("c10d", "IMPL")
     with warnings.catch_warnings():
         # PyTorch's notice that a kernel is replaced: intended here (the replaced one is kept and called)
-        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+        warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
         for op, spec in _OPS.items():
             original = torch.library.get_kernel(f"c10d::{op}", "PrivateUse1")
             library.impl(op, _kernel(op, spec, original, group_type), "PrivateUse1", with_keyset=True)
