@@ -40,6 +40,7 @@ from torch.utils import _python_dispatch
 from torch.utils import _pytree as pytree
 
 from .. import _C
+from . import foreign_groups
 
 _MS = timedelta(milliseconds=1)
 _stack_len = torch._C._len_torch_dispatch_stack
@@ -107,6 +108,13 @@ def _or(opts: Any, cls: Callable[[], Any]) -> Any:
     return opts if opts is not None else cls()
 
 
+def _allreduce_args(a: tuple[Any, ...]) -> tuple[Any, ...]:
+    if a[3] is not None:
+        raise RuntimeError("sparse all_reduce of neuron tensors is not supported; all_reduce a dense tensor "
+                           "(t.to_dense()).")
+    return a[0], _opts(dist.AllreduceOptions, a[5], a[4], reduceOp=_reduce_op(a[2]))
+
+
 def _reduce_scatter_args(a: tuple[Any, ...]) -> tuple[Any, ...]:
     return a[0], a[1], _opts(dist.ReduceScatterOptions, a[5], a[4], reduceOp=_reduce_op(a[3]))
 
@@ -169,6 +177,13 @@ _OPS: dict[str, _Op] = {
     "recv_any_source_": _Op("recv_anysource", 1, lambda g, t, tag: (t, g, tag), lambda a: (a[0], a[2]), False),
 }
 
+#: Ops whose ``neuron`` kernel serves only groups that are not ours (``"gloo"`` given ``neuron`` tensors,
+#: :mod:`.foreign_groups`); for a ``"neuron"`` group it calls PyTorch's kernel, which hands the op to the
+#: group's C++ backend. Not dispatched by :func:`dispatch`.
+_FOREIGN_ONLY: dict[str, _Op] = {
+    "allreduce_": _Op("allreduce", 1, lambda *a: a, _allreduce_args, True),
+}
+
 #: The options class of each op's last method argument (None: the op's method takes no options).
 _OPTIONS: dict[str, Callable[[], Any] | None] = {
     "allreduce_coalesced_": dist.AllreduceCoalescedOptions,
@@ -204,7 +219,7 @@ def dispatch(op: str, group: dist.ProcessGroup, *args: Any) -> Any:
     return dist.Work.unbox(boxed) if isinstance(boxed, torch.ScriptObject) else boxed
 
 
-def _kernel(op: str, spec: _Op, original: Any, group_type: type) -> Callable[..., Any]:
+def _kernel(op: str, spec: _Op, original: Any, group_type: type, foreign_only: bool = False) -> Callable[..., Any]:
     arguments = getattr(torch.ops.c10d, op).default._schema.arguments
 
     def kernel(keyset: Any, *given: Any, **named: Any) -> Any:
@@ -213,7 +228,16 @@ def _kernel(op: str, spec: _Op, original: Any, group_type: type) -> Callable[...
         boxed_group = args[spec.group_index]
         group = dist.ProcessGroup.unbox(boxed_group) if isinstance(boxed_group, torch.ScriptObject) else boxed_group
         if not isinstance(group, group_type):
-            return original.call_boxed(keyset, *given, **named)   # PyTorch's kernel: the group's C++ backend
+            # Not a "neuron" group: gloo (its backend for neuron tensors, or its CPU backend) on the tensors'
+            # CPU aliases; a group with another neuron backend (fake) keeps PyTorch's kernel.
+            backend = foreign_groups.gloo_backend(group)
+            if backend is None:
+                return original.call_boxed(keyset, *given, **named)   # PyTorch's kernel: the group's C++ backend
+            work = foreign_groups.run_on_aliases(backend, spec.method, spec.to_method(args), op)
+            boxed = work.boxed()
+            return (args[0], boxed) if spec.returns_tensors else boxed
+        if foreign_only:
+            return original.call_boxed(keyset, *given, **named)
         inside, _state.inside = _state.inside, True
         try:
             work = getattr(group, spec.method)(*spec.to_method(args))
@@ -245,8 +269,10 @@ def register_kernels(group_type: type) -> None:
     library = torch.library.Library("c10d", "IMPL")
     with warnings.catch_warnings():
         # PyTorch's notice that a kernel is replaced: intended here (the replaced one is kept and called)
-        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
-        for op, spec in _OPS.items():
-            original = torch.library.get_kernel(f"c10d::{op}", "PrivateUse1")
-            library.impl(op, _kernel(op, spec, original, group_type), "PrivateUse1", with_keyset=True)
+        warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
+        for table, foreign_only in ((_OPS, False), (_FOREIGN_ONLY, True)):
+            for op, spec in table.items():
+                original = torch.library.get_kernel(f"c10d::{op}", "PrivateUse1")
+                library.impl(op, _kernel(op, spec, original, group_type, foreign_only), "PrivateUse1",
+                             with_keyset=True)
     _LIBRARY = library

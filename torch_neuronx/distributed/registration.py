@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
-from . import c10d_ops, functional_out, rendezvous, tp_degree
+from . import c10d_ops, foreign_groups, functional_out, rendezvous, tp_degree
 from .process_group import BACKEND_NAME, NeuronProcessGroup
 
 if TYPE_CHECKING:
@@ -92,8 +92,14 @@ def register() -> None:
     After it, ``init_process_group()`` on a process whose accelerator is
     ``neuron`` picks ``"neuron"`` by default, and ``init_process_group("neuron")``,
     ``new_group(backend="neuron")`` and ``init_device_mesh("neuron", ...)``
-    create :class:`NeuronProcessGroup` s.
+    create :class:`NeuronProcessGroup` s. Also registers the ``neuron`` kernels of the ``c10d::*``
+    collective ops (:func:`.c10d_ops.register_kernels`, :func:`.foreign_groups.register_barrier_kernel`),
+    so a ``"gloo"`` group runs collectives of ``neuron`` tensors on their CPU aliases.
     """
     if not dist.is_available() or BACKEND_NAME in dist.Backend.backend_list:
         return
     dist.Backend.register_backend(BACKEND_NAME, create_process_group, extended_api=True, devices=["neuron"])
+    # neuron tensors given to a group that is not ours (gloo's own): the c10d ops' neuron kernels run them
+    # with gloo on their CPU aliases (foreign_groups.py); registered now, before any such group exists.
+    c10d_ops.register_kernels(NeuronProcessGroup)
+    foreign_groups.register_barrier_kernel()
