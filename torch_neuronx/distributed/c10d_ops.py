@@ -19,7 +19,10 @@ active) stay as they were. For a group that is not a ``"neuron"`` group (PyTorch
 
 ``all_reduce`` needs none of this: the group leaves ``allreduce`` to its C++ base class, which
 dispatches ``c10d::allreduce_`` itself (modes see it), and PyTorch's kernel of that op calls the
-group's C++ backend (``csrc/distributed/NeuronBackend.h``); no kernel of that op is registered here.
+group's C++ backend (``csrc/distributed/NeuronBackend.h``). The ``neuron`` kernel of that op registered
+here (``_FOREIGN_ONLY``) serves ``"gloo"`` groups given ``neuron`` tensors and passes a ``"neuron"`` group's
+call straight to PyTorch's kernel; ``dist.all_reduce`` does not reach it (the group's C++ ``allreduce``
+method calls the backend without dispatching outside a mode).
 
 Only collectives of ``neuron`` tensors are dispatched: PyTorch's CPU kernels ask the group for a C++
 CPU backend, which a ``"neuron"`` group has only with ``"cpu:gloo,neuron:neuron"``. ``barrier``
@@ -119,8 +122,8 @@ def _reduce_scatter_args(a: tuple[Any, ...]) -> tuple[Any, ...]:
     return a[0], a[1], _opts(dist.ReduceScatterOptions, a[5], a[4], reduceOp=_reduce_op(a[3]))
 
 
-#: ``c10d::allreduce_`` is not here: a ``"neuron"`` group's C++ base class dispatches it and torch's
-#: kernel hands it to the group's C++ backend (``csrc/distributed/NeuronBackend.h``).
+#: ``c10d::allreduce_`` is not here (see ``_FOREIGN_ONLY``): a ``"neuron"`` group's C++ base class
+#: dispatches it and torch's kernel hands it to the group's C++ backend (``csrc/distributed/NeuronBackend.h``).
 _OPS: dict[str, _Op] = {
     "allreduce_coalesced_": _Op(
         "allreduce_coalesced", 1,
