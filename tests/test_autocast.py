@@ -2,8 +2,9 @@
 
 Lower-precision ops run in the autocast dtype, fp32 ops in float32, ``torch.norm``'s dtype-less
 overloads redispatch with a float32 dtype, and ``binary_cross_entropy`` is refused with the fix
-(``binary_cross_entropy_with_logits``), as on CUDA. Values are checked against the CPU computing
-the same thing in the dtype the policy picks.
+(``binary_cross_entropy_with_logits``), as on CUDA; ``avg_pool3d``, which has no bf16/fp16 CPU kernel,
+runs in float32 as under the CPU's autocast. Values are checked against the CPU computing the same
+thing in the dtype the policy picks.
 """
 from __future__ import annotations
 
@@ -51,3 +52,23 @@ def test_binary_cross_entropy_is_refused_with_the_fix():
     torch.testing.assert_close(
         torch.nn.functional.binary_cross_entropy(p, y).cpu(),
         torch.nn.functional.binary_cross_entropy(p.cpu(), y.cpu()), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_avg_pool3d_after_a_conv3d_runs_in_float32(dtype):
+    # CUDA leaves avg_pool3d in the autocast dtype, but its CPU kernel (the one the device runs) has
+    # no bf16/fp16: the conv3d's low-precision output used to stop with "avg_pool3d_out_frame not
+    # implemented for 'BFloat16'". It runs in float32, as under the CPU's autocast.
+    torch.manual_seed(0)
+    conv = torch.nn.Conv3d(2, 4, 3)
+    x = torch.randn(1, 2, 6, 6, 6)
+    conv_n = torch.nn.Conv3d(2, 4, 3).to("neuron")
+    conv_n.load_state_dict(conv.state_dict())
+    with torch.autocast("neuron", dtype=dtype):
+        h = conv_n(x.to("neuron"))
+        out = torch.nn.functional.avg_pool3d(h, 2)
+    assert h.dtype == dtype and out.dtype == torch.float32
+    with torch.autocast("cpu", dtype=dtype):
+        want = torch.nn.functional.avg_pool3d(conv(x), 2)
+    assert want.dtype == torch.float32
+    torch.testing.assert_close(out.cpu(), want, rtol=0, atol=0)

@@ -73,6 +73,10 @@ def _autoload() -> None:
     from .ops import nested_refusals as _nested_refusals
 
     _nested_refusals.register()
+    # avg_pool3d under torch.autocast("neuron"): float32, as the CPU's autocast (no bf16/fp16 CPU kernel).
+    from .ops import autocast_fp32 as _autocast_fp32
+
+    _autocast_fp32.register()
     # With TORCH_NEURONX_LOG_LEVEL=2/3, the ops that ran as host fallbacks are logged at exit.
     from .ops import tracking as _tracking
 

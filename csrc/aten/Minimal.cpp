@@ -355,6 +355,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     grads = at::convolution_backward(
         grad_output_cpu, input_cpu, weight_cpu, bias_sizes, stride, padding, dilation, transposed,
         output_padding, groups, output_mask);
+    // The gradients come back in the layout PyTorch's fake tensors give a PrivateUse1
+    // convolution's backward (its Overrideable backend: contiguous), not the CPU kernel's
+    // (channels_last when the input or weight is): a compiled backward graph runs this op as
+    // a fallback whose output strides Inductor asserts and then reads by. Leaf gradients
+    // still follow their parameter's layout (autograd's layout contract).
+    for (at::Tensor* grad : {&std::get<0>(grads), &std::get<1>(grads)}) {
+      if (grad->defined()) {
+        *grad = grad->contiguous();
+      }
+    }
   }
   return {
       to_neuron_result(std::get<0>(grads), device),
