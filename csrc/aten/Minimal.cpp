@@ -17,6 +17,7 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <c10/util/strides.h>
 #include <ATen/ops/copy_ops.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -312,11 +313,27 @@ at::Tensor convolution_overrideable(
   static const char kOp[] = "aten::convolution_overrideable";
   const c10::DeviceIndex device =
       check_device((input.device().type() == kNeuron ? input : weight).device().index());
-  const at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
-  const at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
+  at::Tensor input_cpu = operand_alias(input, device, "input", kOp);
+  at::Tensor weight_cpu = operand_alias(weight, device, "weight", kOp);
   std::optional<at::Tensor> bias_cpu;
   if (bias.has_value() && bias->defined()) {
     bias_cpu = operand_alias(*bias, device, "bias", kOp);
+  }
+  // Operands that are both NCHW-contiguous get NCHW strides for the CPU kernel.
+  // A 1x1 channels_last weight (or an input with one channel or a 1x1 image) is
+  // contiguous too, only its strides of size-1 dimensions differ, and the CPU
+  // kernel takes such strides for channels_last and returns a channels_last
+  // result. PyTorch's fake tensors predict an NCHW result for a PrivateUse1
+  // convolution whose operands are contiguous, and a compiled graph hands this
+  // kernel such operands unchanged and asserts that prediction; the same bytes
+  // with canonical strides give the same values in the predicted layout.
+  if (input_cpu.is_contiguous() && weight_cpu.is_contiguous()) {
+    for (at::Tensor* operand : {&input_cpu, &weight_cpu}) {
+      const auto strides = c10::contiguous_strides(operand->sizes());
+      if (!operand->strides().equals(strides)) {
+        *operand = operand->as_strided(operand->sizes(), strides);
+      }
+    }
   }
   at::Tensor out;
   {

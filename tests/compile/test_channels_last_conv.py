@@ -59,3 +59,22 @@ def test_convolution_backward_gives_the_layout_fake_tensors_predict_and_the_cpu_
         assert got.device == torch.device("neuron:0") and predicted.device == got.device
         assert got.stride() == predicted.stride(), "eager layout differs from the fake-tensor prediction"
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["neuron", "inductor"])
+@pytest.mark.parametrize("input_channels_last", [False, True])
+def test_compiled_1x1_conv_with_a_channels_last_weight_matches_eager(backend, input_channels_last):
+    # a 1x1 channels_last weight is also contiguous (only size-1 strides differ): the compiled graph
+    # hands it to the kernel unchanged and asserts the fake tensors' layout for the result
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 5, 1).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 8, 8)
+    if input_channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    want = conv(x)
+    on_neuron = conv.to("neuron")
+    torch._dynamo.reset()
+    got = torch.compile(on_neuron, backend=backend)(x.to("neuron"))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    eager = on_neuron(x.to("neuron"))
+    torch.testing.assert_close(eager.cpu(), want, rtol=1e-5, atol=1e-5)
