@@ -35,7 +35,7 @@ def test_compiled_training_of_a_channels_last_conv_model_matches_the_cpu(dims, t
     out.square().sum().backward()
 
     torch.testing.assert_close(out.detach().cpu(), ref_out.detach(), rtol=1e-5, atol=1e-5)
-    for p, p_ref in zip(model.parameters(), ref.parameters()):
+    for p, p_ref in zip(model.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p.grad.cpu(), p_ref.grad, rtol=1e-4, atol=1e-5)
         # a leaf gradient takes its parameter's layout, as on the CPU
         assert p.grad.stride() == p_ref.grad.stride()
@@ -55,7 +55,7 @@ def test_convolution_backward_gives_the_layout_fake_tensors_predict_and_the_cpu_
     with mode:
         fake = torch.ops.aten.convolution_backward.default(*(mode.from_tensor(t) for t in on_neuron), *args)
 
-    for got, predicted, want in zip(eager, fake, cpu):
+    for got, predicted, want in zip(eager, fake, cpu, strict=True):
         assert got.device == torch.device("neuron:0") and predicted.device == got.device
         assert got.stride() == predicted.stride(), "eager layout differs from the fake-tensor prediction"
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
