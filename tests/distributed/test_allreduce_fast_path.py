@@ -8,7 +8,6 @@ this process (two threads), so the sums are real. ``tests/distributed/test_colle
 backend through ``dist.all_reduce`` on three processes."""
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -18,24 +17,14 @@ import torch.distributed as dist
 from torch_neuronx import _C
 from torch_neuronx.distributed.aliases import GLOO_DTYPES
 
+from .in_process import connect_two
+
 EVERY_DTYPE = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 
 
 def connect_two_gloo_ranks() -> list:
     """Two gloo backends (ranks 0 and 1) on one store, built concurrently (each waits for the other)."""
-    store = dist.HashStore()
-    ranks: list = [None, None]
-
-    def build(r: int) -> None:
-        ranks[r] = dist.ProcessGroupGloo(store, r, 2, timedelta(seconds=60))
-
-    threads = [threading.Thread(target=build, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(90)
-    assert all(r is not None for r in ranks), "the two gloo ranks did not connect"
-    return ranks
+    return connect_two(lambda store, r: dist.ProcessGroupGloo(store, r, 2, timedelta(seconds=60)), "gloo ranks")
 
 
 @pytest.fixture(scope="module")

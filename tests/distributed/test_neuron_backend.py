@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
 import weakref
 from datetime import timedelta
 
@@ -22,24 +21,15 @@ import torch.distributed as dist
 from torch_neuronx.distributed.process_group import NeuronProcessGroup
 from torch_neuronx.estimate import active as estimate_active
 
+from .in_process import connect_two
+
 NEURON = torch.device("neuron")
 
 
 def two_groups() -> list[NeuronProcessGroup]:
     """Group ranks 0 and 1 on one store, built concurrently (each waits for the other)."""
-    store = dist.HashStore()
-    groups: list = [None, None]
-
-    def build(r: int) -> None:
-        groups[r] = NeuronProcessGroup(dist.PrefixStore("g", store), r, 2, timedelta(seconds=60))
-
-    threads = [threading.Thread(target=build, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(90)
-    assert all(g is not None for g in groups), "the two groups did not connect"
-    return groups
+    return connect_two(lambda store, r: NeuronProcessGroup(dist.PrefixStore("g", store), r, 2, timedelta(seconds=60)),
+                       "groups")
 
 
 @pytest.fixture(scope="module")
