@@ -62,20 +62,29 @@ def python_functions_of_ours(fn) -> list[str]:
     return ran
 
 
-def test_the_common_call_runs_no_python_of_ours(pgs):
-    ts = [torch.full((64,), float(r + 1), device=NEURON) for r in range(2)]
+def common_call_runs_no_python_of_ours(pgs, numel: int) -> list[torch.Tensor]:
+    """``allreduce([t], SUM options)`` (``dist.all_reduce``'s call) on both ranks of ``t = full((numel,),
+    rank + 1)``: asserts that no torch_neuronx Python function ran and that both sums are 3; returns the
+    two tensors."""
+    ts = [torch.full((numel,), float(r + 1), device=NEURON) for r in range(2)]
     works: list = []
     ran = python_functions_of_ours(lambda: works.extend(pgs[r].allreduce([ts[r]], opts()) for r in range(2)))
     assert ran == [], ran
     for w in works:
         w.wait()
     for t in ts:
-        torch.testing.assert_close(t.cpu(), torch.full((64,), 3.0))
+        torch.testing.assert_close(t.cpu(), torch.full((numel,), 3.0))
+    return ts
+
+
+def test_the_common_call_runs_no_python_of_ours(pgs):
+    ts = common_call_runs_no_python_of_ours(pgs, 64)
+    works: list = []
     # the single-tensor Python form goes through the c10d::allreduce_ op, whose neuron kernel (ours, for
     # "gloo" groups given neuron tensors) hands a "neuron" group's call to PyTorch's kernel and the C++ backend
     ran = python_functions_of_ours(lambda: works.extend(pgs[r].allreduce(ts[r]) for r in range(2)))
     assert {name.rsplit(":", 1)[0].rsplit("/", 1)[-1] for name in ran} == {"c10d_ops.py"}, ran
-    for w in works[2:]:
+    for w in works:
         w.wait()
     torch.testing.assert_close(ts[0].cpu(), torch.full((64,), 6.0))
 
@@ -87,13 +96,7 @@ def test_the_common_call_stays_cpp_once_dynamo_hides_the_group(pgs):
 
     dynamo_opaque.hide_from_dynamo()
     assert not dynamo_opaque.is_hidden(NeuronProcessGroup.__dict__["allreduce"])
-    ts = [torch.full((8,), float(r + 1), device=NEURON) for r in range(2)]
-    works: list = []
-    ran = python_functions_of_ours(lambda: works.extend(pgs[r].allreduce([ts[r]], opts()) for r in range(2)))
-    assert ran == [], ran
-    for w in works:
-        w.wait()
-    torch.testing.assert_close(ts[1].cpu(), torch.full((8,), 3.0))
+    common_call_runs_no_python_of_ours(pgs, 8)
 
 
 def test_other_calls_take_the_general_path_and_its_handle_answers(pgs):

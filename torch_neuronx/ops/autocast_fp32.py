@@ -3,8 +3,8 @@
 The device's autocast uses the cast lists PyTorch registers for CUDA (``csrc/aten/Autocast.cpp``).
 CUDA's lists leave ``avg_pool3d`` out, so it runs in whatever dtype reaches it, and CUDA has
 bf16/fp16 kernels for it. The device runs PyTorch's CPU kernel, which has neither: a ``conv3d`` (a
-lower-precision op) followed by ``avg_pool3d`` inside ``torch.autocast("neuron")`` stopped with
-``NotImplementedError: "avg_pool3d_out_frame" not implemented for 'BFloat16'``. The CPU's own
+lower-precision op) followed by ``avg_pool3d`` inside ``torch.autocast("neuron")`` stopped with the
+CPU kernel's error ("avg_pool3d_out_frame" not implemented for 'BFloat16'). The CPU's own
 autocast puts ``avg_pool3d`` in its float32 list; :func:`register` gives the device the same
 policy, for ``AutocastPrivateUse1`` only (the key is active only inside ``torch.autocast("neuron")``).
 The other ops autocast can hand a low-precision tensor and whose CPU kernels lack one (the
